@@ -1,0 +1,204 @@
+"""API errors and their `metav1.Status` form.
+
+Every failure the apiserver reports travels as an `APIError`: the registry, the validation code and the
+request decoding raise one, and the HTTP layer turns it into a `metav1.Status` JSON body with the matching
+HTTP code (see `to_status`). The reasons and codes are Kubernetes' own (apimachinery's `StatusReason`
+values), because kubectl and client libraries branch on them: 404 NotFound makes `kubectl apply` create,
+409 Conflict makes a controller re-read and retry, 410 Expired makes an informer relist.
+
+Constructors are named after the reason (`not_found`, `already_exists`, `conflict`, ...) and take the
+group-resource (`"pods"`, `"deployments.apps"`) and object name that kube puts into the message.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class FieldError:
+    """One cause of an Invalid (422) error: which field is wrong and why.
+
+    `type` is kube's `CauseType` (`FieldValueInvalid`, `FieldValueRequired`, `FieldValueNotSupported`,
+    `FieldValueDuplicate`, `FieldValueForbidden`, `FieldValueTooLong`, `FieldValueTypeInvalid`).
+    """
+
+    type: str
+    field: str
+    message: str
+
+    def cause(self) -> dict[str, str]:
+        return {"reason": self.type, "message": self.message, "field": self.field}
+
+    def describe(self) -> str:
+        return f"{self.field}: {self.message}"
+
+
+def required(path: str, detail: str = "") -> FieldError:
+    return FieldError("FieldValueRequired", path, "Required value" + (f": {detail}" if detail else ""))
+
+
+def invalid(path: str, value: Any, detail: str) -> FieldError:
+    shown = f'"{value}"' if isinstance(value, str) else _json_scalar(value)
+    return FieldError("FieldValueInvalid", path, f"Invalid value: {shown}: {detail}")
+
+
+def not_supported(path: str, value: Any, supported: list[str]) -> FieldError:
+    options = ", ".join(f'"{s}"' for s in supported)
+    return FieldError("FieldValueNotSupported", path, f'Unsupported value: "{value}": supported values: {options}')
+
+
+def duplicate(path: str, value: Any) -> FieldError:
+    return FieldError("FieldValueDuplicate", path, f"Duplicate value: {_json_scalar(value)}")
+
+
+def forbidden(path: str, detail: str) -> FieldError:
+    return FieldError("FieldValueForbidden", path, f"Forbidden: {detail}")
+
+
+def too_long(path: str, limit: int) -> FieldError:
+    return FieldError("FieldValueTooLong", path, f"Too long: must have at most {limit} bytes")
+
+
+def _json_scalar(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return f'"{value}"'
+    if isinstance(value, int | float):
+        return str(value)
+    return "{...}" if isinstance(value, dict) else "[...]" if isinstance(value, list) else str(value)
+
+
+@dataclass
+class APIError(Exception):
+    """An error with a Kubernetes status code and reason, rendered as `metav1.Status`."""
+
+    code: int
+    reason: str
+    message: str
+    details: dict[str, Any] = field(default_factory=dict)
+    headers: dict[str, str] = field(default_factory=dict)
+
+    def __str__(self) -> str:
+        return f"{self.code} {self.reason}: {self.message}"
+
+    def to_status(self) -> dict[str, Any]:
+        status: dict[str, Any] = {
+            "kind": "Status",
+            "apiVersion": "v1",
+            "metadata": {},
+            "status": "Failure",
+            "message": self.message,
+            "reason": self.reason,
+            "code": self.code,
+        }
+        if self.details:
+            status["details"] = self.details
+        return status
+
+
+def _details(resource: str, name: str | None, **extra: Any) -> dict[str, Any]:
+    plural, _, group = resource.partition(".")
+    details: dict[str, Any] = {}
+    if name:
+        details["name"] = name
+    if group:
+        details["group"] = group
+    details["kind"] = plural
+    details.update({k: v for k, v in extra.items() if v})
+    return details
+
+
+def not_found(resource: str, name: str) -> APIError:
+    return APIError(404, "NotFound", f'{resource} "{name}" not found', _details(resource, name))
+
+
+def route_not_found() -> APIError:
+    return APIError(404, "NotFound", "the server could not find the requested resource", {})
+
+
+def already_exists(resource: str, name: str) -> APIError:
+    return APIError(409, "AlreadyExists", f'{resource} "{name}" already exists', _details(resource, name))
+
+
+def conflict(resource: str, name: str, why: str) -> APIError:
+    msg = f'Operation cannot be fulfilled on {resource} "{name}": {why}'
+    return APIError(409, "Conflict", msg, _details(resource, name))
+
+
+def stale_update(resource: str, name: str) -> APIError:
+    return conflict(resource, name, "the object has been modified; please apply your changes to the "
+                    "latest version and try again")
+
+
+def invalid_object(kind: str, group: str, name: str, errors: list[FieldError]) -> APIError:
+    joined = ", ".join(e.describe() for e in errors)
+    shown = f'{kind}.{group}' if group else kind
+    msg = f'{shown} "{name}" is invalid: ' + (f"[{joined}]" if len(errors) > 1 else joined)
+    details: dict[str, Any] = {"name": name, "kind": kind, "causes": [e.cause() for e in errors]}
+    if group:
+        details = {"name": name, "group": group, "kind": kind, "causes": [e.cause() for e in errors]}
+    return APIError(422, "Invalid", msg, details)
+
+
+def bad_request(message: str) -> APIError:
+    return APIError(400, "BadRequest", message, {})
+
+
+def unauthorized() -> APIError:
+    return APIError(401, "Unauthorized", "Unauthorized", {})
+
+
+def forbidden_request(user: str, verb: str, resource: str, name: str = "", why: str = "") -> APIError:
+    target = f'{resource} "{name}"' if name else f'resource "{resource}"'
+    msg = f'{target} is forbidden: User "{user}" cannot {verb} {target}'
+    if why:
+        msg += f": {why}"
+    return APIError(403, "Forbidden", msg, _details(resource, name))
+
+
+def namespace_forbidden(resource: str, name: str, why: str) -> APIError:
+    msg = f'{resource} "{name}" is forbidden: {why}'
+    return APIError(403, "Forbidden", msg, _details(resource, name))
+
+
+def method_not_allowed(verb: str) -> APIError:
+    return APIError(405, "MethodNotAllowed", f"the server does not allow this method on the requested resource",
+                    {})
+
+
+def not_acceptable(accept: str, supported: list[str]) -> APIError:
+    msg = f"only the following media types are accepted: {', '.join(supported)}"
+    return APIError(406, "NotAcceptable", msg, {})
+
+
+def expired(message: str) -> APIError:
+    return APIError(410, "Expired", message, {})
+
+
+def too_large(limit: int) -> APIError:
+    return APIError(413, "RequestEntityTooLarge", f"Request entity too large: limit is {limit}", {})
+
+
+def unsupported_media_type(content_type: str, supported: list[str]) -> APIError:
+    msg = (f'the body of the request was in an unknown format - accepted media types include: '
+           f"{', '.join(supported)}")
+    if content_type:
+        msg = f'{msg}'
+    return APIError(415, "UnsupportedMediaType", msg, {})
+
+
+def internal(message: str) -> APIError:
+    return APIError(500, "InternalError", f"Internal error occurred: {message}", {})
+
+
+def timeout(message: str) -> APIError:
+    return APIError(504, "Timeout", message, {})
+
+
+def service_unavailable(message: str) -> APIError:
+    return APIError(503, "ServiceUnavailable", message, {})

@@ -1,0 +1,87 @@
+"""The storage interface the apiserver's registry is written against.
+
+Keys are strings such as `/registry/pods/default/web-1`; values are the serialized objects (JSON bytes).
+Every write returns the etcd revision it produced, which the apiserver hands out as the object's
+`resourceVersion`; optimistic concurrency is a compare on the key's `mod_revision` (see notes in
+docs/apiserver.md). Only the apiserver imports this package.
+
+Contracts shared by every backend:
+* `get` returns None for a missing key; `list` pages through a prefix at one pinned revision.
+* `create` fails with `KeyExistsError` if the key exists; `update`/`delete` with `expected_revision` fail
+  with `ConflictError` (carrying the current value) when the key's mod_revision differs, and with
+  `KeyNotFoundError` when the key is gone.
+* Reading or watching at a revision that compaction removed raises `CompactedError`.
+* `watch` yields `WatchEvent`s strictly after `start_revision - 1` (i.e. `start_revision` is inclusive),
+  each DELETE carrying the previous value, plus `PROGRESS` events (bookmarks) with the current revision.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass
+from typing import Literal, Protocol
+
+
+@dataclass(frozen=True)
+class KeyValue:
+    key: str
+    value: bytes
+    create_revision: int
+    mod_revision: int
+
+
+@dataclass(frozen=True)
+class ListResult:
+    items: list[KeyValue]
+    revision: int  # the revision the list was read at
+    more: bool  # another page exists after the last item
+    remaining: int  # how many keys follow the last item returned (0 when more is False)
+
+
+EventType = Literal["PUT", "DELETE", "PROGRESS"]
+
+
+@dataclass(frozen=True)
+class WatchEvent:
+    type: EventType
+    revision: int  # the revision of this change (for PROGRESS: the store's current revision)
+    kv: KeyValue | None = None  # the new value (PUT) or None (DELETE, PROGRESS)
+    prev: KeyValue | None = None  # the previous value, if there was one
+
+    @property
+    def created(self) -> bool:
+        return self.type == "PUT" and self.kv is not None and self.kv.create_revision == self.kv.mod_revision
+
+
+class Storage(Protocol):
+    async def get(self, key: str) -> KeyValue | None:
+        """The current value of `key`, or None."""
+
+    async def list(self, prefix: str, *, limit: int = 0, start_key: str | None = None,
+                   revision: int = 0) -> ListResult:
+        """Keys under `prefix` in key order, from `start_key` (inclusive) on, at `revision` (0 = now)."""
+
+    async def count(self, prefix: str) -> int:
+        """How many keys exist under `prefix` now."""
+
+    async def create(self, key: str, value: bytes) -> int:
+        """Store `value` at `key` only if absent; returns the new revision."""
+
+    async def update(self, key: str, value: bytes, *, expected_revision: int | None) -> int:
+        """Replace the value at `key`, only if its mod_revision equals `expected_revision` (None = any)."""
+
+    async def delete(self, key: str, *, expected_revision: int | None = None) -> KeyValue:
+        """Delete `key`, returning the deleted value (with the delete's revision as mod_revision)."""
+
+    def watch(self, prefix: str, *, start_revision: int) -> AbstractAsyncContextManager[AsyncIterator[WatchEvent]]:
+        """Watch every key under `prefix` (or exactly `prefix` if it does not end in "/")."""
+
+    async def current_revision(self) -> int:
+        """The store's latest revision."""
+
+    async def compact(self, revision: int) -> None:
+        """Discard history before `revision`."""
+
+    async def close(self) -> None:
+        """Release connections."""
