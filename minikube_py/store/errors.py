@@ -31,12 +31,20 @@ class ConflictError(StoreError):
 
 
 class CompactedError(StoreError):
-    """The requested revision is older than the compacted revision."""
+    """The requested revision is older than the compacted revision (kube: 410 Gone); `compacted` is 0 if unknown."""
 
     def __init__(self, requested: int, compacted: int) -> None:
         super().__init__(f"required revision {requested} has been compacted (compacted revision {compacted})")
         self.requested = requested
         self.compacted = compacted
+
+
+class FutureRevisionError(StoreError):
+    """The requested revision is newer than the store's current revision (kube: "Too large resource version")."""
+
+    def __init__(self, requested: int) -> None:
+        super().__init__(f"required revision {requested} is a future revision")
+        self.requested = requested
 
 
 class UnavailableError(StoreError):

@@ -10,7 +10,8 @@ Contracts shared by every backend:
 * `create` fails with `KeyExistsError` if the key exists; `update`/`delete` with `expected_revision` fail
   with `ConflictError` (carrying the current value) when the key's mod_revision differs, and with
   `KeyNotFoundError` when the key is gone.
-* Reading or watching at a revision that compaction removed raises `CompactedError`.
+* Reading or watching at a revision that compaction removed raises `CompactedError`; reading at a revision
+  the store has not reached yet raises `FutureRevisionError`; an unreachable backend, `UnavailableError`.
 * `watch` yields `WatchEvent`s strictly after `start_revision - 1` (i.e. `start_revision` is inclusive),
   each DELETE carrying the previous value, plus `PROGRESS` events (bookmarks) with the current revision.
 """
@@ -60,7 +61,12 @@ class Storage(Protocol):
 
     async def list(self, prefix: str, *, limit: int = 0, start_key: str | None = None,
                    revision: int = 0) -> ListResult:
-        """Keys under `prefix` in key order, from `start_key` (inclusive) on, at `revision` (0 = now)."""
+        """Keys under `prefix` in key order, from `start_key` (inclusive) on, at `revision` (0 = now).
+
+        `prefix` is a plain byte prefix: "/registry/pods/" lists a directory, "/registry/pods" would also
+        match "/registry/podsecuritypolicies/...". Page on with `start_key=last_key + "\\0"` and the first
+        page's `revision`.
+        """
 
     async def count(self, prefix: str) -> int:
         """How many keys exist under `prefix` now."""
@@ -75,7 +81,11 @@ class Storage(Protocol):
         """Delete `key`, returning the deleted value (with the delete's revision as mod_revision)."""
 
     def watch(self, prefix: str, *, start_revision: int) -> AbstractAsyncContextManager[AsyncIterator[WatchEvent]]:
-        """Watch every key under `prefix` (or exactly `prefix` if it does not end in "/")."""
+        """Watch every key under `prefix` (or exactly `prefix` if it does not end in "/").
+
+        `start_revision` 0 means "from now". Errors (CompactedError, UnavailableError) are raised by the
+        iterator; leaving the `async with` block cancels the watch in the backend.
+        """
 
     async def current_revision(self) -> int:
         """The store's latest revision."""

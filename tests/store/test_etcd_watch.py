@@ -1,0 +1,125 @@
+"""Contract tests of EtcdStorage.watch against a real etcd: events with previous values, prefix versus exact
+key, compaction, progress notifications, and that leaving a watch cancels it on the server."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import urllib.request
+
+import pytest
+
+from minikube_py.store.errors import CompactedError
+from minikube_py.store.etcd import EtcdStorage
+from minikube_py.store.etcd_server import EtcdServer
+
+from .helpers import WAIT, changes, wait_until
+
+
+async def test_watch_from_a_revision_replays_create_modify_and_delete(storage: EtcdStorage, prefix: str) -> None:
+    created = await storage.create(prefix + "a", b"1")
+    modified = await storage.update(prefix + "a", b"2", expected_revision=created)
+    deleted = (await storage.delete(prefix + "a")).mod_revision
+
+    async with storage.watch(prefix, start_revision=created) as events:
+        put, update, delete = await changes(events, 3)
+
+    assert (put.type, put.revision, put.created, put.prev) == ("PUT", created, True, None)
+    assert put.kv is not None and put.kv.value == b"1"
+    assert (update.type, update.revision, update.created) == ("PUT", modified, False)
+    assert update.kv is not None and update.prev is not None
+    assert (update.kv.value, update.prev.value, update.prev.mod_revision) == (b"2", b"1", created)
+    assert (delete.type, delete.revision, delete.kv) == ("DELETE", deleted, None)
+    assert delete.prev is not None and (delete.prev.key, delete.prev.value) == (prefix + "a", b"2")
+
+
+async def test_watch_from_now_sees_only_later_writes(storage: EtcdStorage, prefix: str) -> None:
+    await storage.create(prefix + "before", b"")
+
+    async with storage.watch(prefix, start_revision=0) as events:
+        after = await storage.create(prefix + "after", b"")
+        (event,) = await changes(events, 1)
+
+    assert event.revision == after
+    assert event.kv is not None and event.kv.key == prefix + "after"
+
+
+@pytest.mark.parametrize(("watched", "seen"), [
+    ("a", ["a"]),
+    ("a/", ["a/1", "a/2"]),
+], ids=["a key without a trailing slash is watched exactly", "a key with a trailing slash is a prefix"])
+async def test_watch_scope(storage: EtcdStorage, prefix: str, watched: str, seen: list[str]) -> None:
+    start = await storage.current_revision() + 1
+    for name in ["a", "ab", "a/1", "a/2", "b"]:
+        await storage.create(prefix + name, b"")
+    marker = await storage.update(prefix + seen[-1], b"marker", expected_revision=None)
+
+    async with storage.watch(prefix + watched, start_revision=start) as events:
+        found = await changes(events, len(seen) + 1)
+
+    assert [event.kv.key[len(prefix):] for event in found if event.kv] == seen + [seen[-1]]
+    assert found[-1].revision == marker
+
+
+async def test_watch_from_a_compacted_revision_raises_compacted(storage: EtcdStorage, prefix: str) -> None:
+    old = await storage.create(prefix + "a", b"1")
+    now = await storage.update(prefix + "a", b"2", expected_revision=old)
+    await storage.compact(now)
+
+    with pytest.raises(CompactedError) as caught:
+        async with storage.watch(prefix, start_revision=old) as events:
+            await changes(events, 1)
+
+    assert (caught.value.requested, caught.value.compacted) == (old, now)
+
+
+async def test_an_idle_watch_gets_progress_notifications_at_the_current_revision(
+        storage: EtcdStorage, prefix: str) -> None:
+    current = await storage.current_revision()
+
+    async with storage.watch(prefix, start_revision=current + 1) as events:
+        async with asyncio.timeout(WAIT):
+            event = await anext(aiter(events))
+
+    assert event.type == "PROGRESS"
+    assert event.revision >= current
+
+
+async def test_hundreds_of_concurrent_watches_each_see_a_write(storage: EtcdStorage, prefix: str) -> None:
+    start = await storage.current_revision() + 1
+    async with contextlib.AsyncExitStack() as stack:
+        watches = [await stack.enter_async_context(storage.watch(prefix, start_revision=start))
+                   for _ in range(200)]
+        revision = await storage.create(prefix + "a", b"")
+
+        seen = await asyncio.gather(*(changes(events, 1) for events in watches))
+
+    assert {found[0].revision for found in seen} == {revision}
+
+
+async def test_leaving_a_watch_cancels_it_on_the_server(
+        etcd_server: EtcdServer, storage: EtcdStorage, prefix: str) -> None:
+    baseline = server_watchers(etcd_server)
+
+    async def consume() -> None:
+        async with storage.watch(prefix, start_revision=0) as events:
+            async for _ in events:
+                pass
+
+    # Cancelling the consuming task is how the apiserver ends a watch when its client goes away.
+    consumers = [asyncio.create_task(consume()) for _ in range(20)]
+    await wait_until(lambda: server_watchers(etcd_server) == baseline + 20, "20 watchers on the server")
+    for task in consumers:
+        task.cancel()
+    await asyncio.gather(*consumers, return_exceptions=True)
+
+    await wait_until(lambda: server_watchers(etcd_server) == baseline, "the server to drop the watchers")
+
+
+def server_watchers(server: EtcdServer) -> int:
+    """How many watchers the etcd member has, from its metrics."""
+    with urllib.request.urlopen(f"{server.endpoint}/metrics", timeout=1.0) as response:
+        for line in response.read().decode().splitlines():
+            if line.startswith("etcd_debugging_mvcc_watcher_total "):
+                return int(float(line.split()[1]))
+    raise AssertionError("etcd reports no etcd_debugging_mvcc_watcher_total metric")
