@@ -1,0 +1,37 @@
+"""Building converted objects the way Go serializes them: which zero values show and which are left out.
+
+Shared by the event and autoscaling converters. Go's encoding/json drops `omitempty` fields holding a zero
+value but always writes the others, so converters use `put` for the former and plain assignment (with the
+zero value spelled out) for the latter.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from typing import Any
+
+Object = dict[str, Any]
+
+
+def as_dict(value: Any) -> Object:
+    return value if isinstance(value, dict) else {}
+
+
+def put(out: Object, key: str, value: Any) -> None:
+    """Set an `omitempty` field: Go leaves out nil, "", 0, false and empty collections."""
+    if value not in (None, "", 0, False, [], {}):
+        out[key] = copy.deepcopy(value)
+
+
+def head(api_version: str, kind: str, obj: Object) -> Object:
+    out: Object = {"kind": kind, "apiVersion": api_version}
+    if "metadata" in obj:
+        out["metadata"] = copy.deepcopy(obj["metadata"])
+    return out
+
+
+def go_json(value: Any) -> str:
+    # encoding/json: compact, and HTML-safe escapes that kubectl users see inside the annotations.
+    text = json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")

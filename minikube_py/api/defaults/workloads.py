@@ -1,0 +1,145 @@
+"""Defaults for the workload controllers: apps/v1, batch/v1, ReplicationController and PodTemplate.
+
+Each function takes the whole object. Templates get the PodSpec defaults (`pod.pod_template`) but never the
+Pod-only ones. Two things kube deliberately does *not* default here, and neither do we: the selector of an
+apps/v1 controller (it is required, so a typo in labels is an error rather than a silent mismatch), and the
+Job selector, which the Job registry generates from the object's uid at create time (see `job_selector`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from minikube_py.api.defaults.fields import child, dicts, set_default
+from minikube_py.api.defaults.pod import pod_template
+
+JOB_CONTROLLER_UID_LABEL = "batch.kubernetes.io/controller-uid"
+JOB_NAME_LABEL = "batch.kubernetes.io/job-name"
+_LEGACY_CONTROLLER_UID_LABEL = "controller-uid"
+_LEGACY_JOB_NAME_LABEL = "job-name"
+_MAX_INT32 = 2**31 - 1
+
+
+def deployment(obj: dict[str, Any]) -> None:
+    spec = child(obj, "spec")
+    set_default(spec, "replicas", 1)
+    strategy = child(spec, "strategy")
+    set_default(strategy, "type", "RollingUpdate")
+    if strategy["type"] == "RollingUpdate":
+        rolling = child(strategy, "rollingUpdate")
+        set_default(rolling, "maxUnavailable", "25%")
+        set_default(rolling, "maxSurge", "25%")
+    set_default(spec, "revisionHistoryLimit", 10)
+    set_default(spec, "progressDeadlineSeconds", 600)
+    pod_template(child(spec, "template"))
+
+
+def replica_set(obj: dict[str, Any]) -> None:
+    spec = child(obj, "spec")
+    set_default(spec, "replicas", 1)
+    pod_template(child(spec, "template"))
+
+
+def stateful_set(obj: dict[str, Any]) -> None:
+    spec = child(obj, "spec")
+    set_default(spec, "podManagementPolicy", "OrderedReady")
+    strategy = child(spec, "updateStrategy")
+    if not strategy.get("type"):
+        strategy["type"] = "RollingUpdate"
+        child(strategy, "rollingUpdate")
+    rolling = strategy.get("rollingUpdate")
+    if strategy["type"] == "RollingUpdate" and isinstance(rolling, dict):
+        set_default(rolling, "partition", 0)
+    retention = child(spec, "persistentVolumeClaimRetentionPolicy")
+    set_default(retention, "whenDeleted", "Retain")
+    set_default(retention, "whenScaled", "Retain")
+    set_default(spec, "replicas", 1)
+    set_default(spec, "revisionHistoryLimit", 10)
+    pod_template(child(spec, "template"))
+    for claim in dicts(spec, "volumeClaimTemplates"):
+        # Claim templates get the full PVC defaults, status included: kube shows `status: {phase: Pending}`.
+        set_default(child(claim, "spec"), "volumeMode", "Filesystem")
+        set_default(child(claim, "status"), "phase", "Pending")
+
+
+def daemon_set(obj: dict[str, Any]) -> None:
+    spec = child(obj, "spec")
+    strategy = child(spec, "updateStrategy")
+    set_default(strategy, "type", "RollingUpdate")
+    if strategy["type"] == "RollingUpdate":
+        rolling = child(strategy, "rollingUpdate")
+        set_default(rolling, "maxUnavailable", 1)
+        set_default(rolling, "maxSurge", 0)
+    set_default(spec, "revisionHistoryLimit", 10)
+    pod_template(child(spec, "template"))
+
+
+def replication_controller(obj: dict[str, Any]) -> None:
+    spec = child(obj, "spec")
+    template = spec.get("template")
+    labels = child(template, "metadata", create=False).get("labels") if isinstance(template, dict) else None
+    # The one controller whose selector (and own labels) kube still derives from the template.
+    if isinstance(labels, dict):
+        if not spec.get("selector"):
+            spec["selector"] = dict(labels)
+        metadata = child(obj, "metadata")
+        if not metadata.get("labels"):
+            metadata["labels"] = dict(labels)
+    set_default(spec, "replicas", 1)
+    if isinstance(template, dict):
+        pod_template(template)
+
+
+def pod_template_object(obj: dict[str, Any]) -> None:
+    pod_template(child(obj, "template"))
+
+
+def job(obj: dict[str, Any]) -> None:
+    spec = child(obj, "spec")
+    if spec.get("completions") is None and spec.get("parallelism") is None:
+        spec["completions"] = 1
+    set_default(spec, "parallelism", 1)
+    # With per-index limits the global limit is effectively off.
+    set_default(spec, "backoffLimit", _MAX_INT32 if spec.get("backoffLimitPerIndex") is not None else 6)
+    template_labels = child(child(spec, "template"), "metadata", create=False).get("labels")
+    metadata = child(obj, "metadata")
+    if isinstance(template_labels, dict) and not metadata.get("labels"):
+        metadata["labels"] = dict(template_labels)
+    set_default(spec, "completionMode", "NonIndexed")
+    set_default(spec, "suspend", False)
+    failure_policy = spec.get("podFailurePolicy")
+    if isinstance(failure_policy, dict):
+        for rule in dicts(failure_policy, "rules"):
+            for pattern in dicts(rule, "onPodConditions"):
+                set_default(pattern, "status", "True")
+    set_default(spec, "podReplacementPolicy", "Failed" if failure_policy is not None else "TerminatingOrFailed")
+    pod_template(child(spec, "template"))
+
+
+def cron_job(obj: dict[str, Any]) -> None:
+    spec = child(obj, "spec")
+    set_default(spec, "concurrencyPolicy", "Allow")
+    set_default(spec, "suspend", False)
+    set_default(spec, "successfulJobsHistoryLimit", 3)
+    set_default(spec, "failedJobsHistoryLimit", 1)
+    pod_template(child(child(child(spec, "jobTemplate"), "spec"), "template"))
+
+
+def job_selector(obj: dict[str, Any]) -> None:
+    """Generate a Job's selector from its uid, as the Job registry does at create time.
+
+    Runs after the uid is assigned and before validation. Skipped when `spec.manualSelector` is true: the
+    user then owns the selector. The template gets both the current labels and the legacy unprefixed ones.
+    """
+    metadata = child(obj, "metadata")
+    spec = child(obj, "spec")
+    uid = metadata.get("uid")
+    if spec.get("manualSelector") is True or not uid:
+        return
+    labels = child(child(child(spec, "template"), "metadata"), "labels")
+    # Labels the user set are kept: a conflicting value is then reported by validation.
+    name = metadata.get("name", "")
+    for key, value in ((_LEGACY_JOB_NAME_LABEL, name), (JOB_NAME_LABEL, name),
+                       (_LEGACY_CONTROLLER_UID_LABEL, uid), (JOB_CONTROLLER_UID_LABEL, uid)):
+        labels.setdefault(key, value)
+    child(child(spec, "selector"), "matchLabels").setdefault(JOB_CONTROLLER_UID_LABEL, uid)

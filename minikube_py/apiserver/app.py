@@ -1,0 +1,195 @@
+"""The apiserver application: the Starlette app, its routes, and what runs at startup and shutdown.
+
+Request flow (see docs/architecture.md):
+
+    TLS (server.py) → authentication (authentication.py) → routing (here) → ResourceHandler (handlers.py)
+    → registry (registry/) → storage (store/, a real etcd)
+
+Routes: `/version`, `/healthz`, `/livez`, `/readyz`; discovery (`/api`, `/apis`, `/api/v1`, `/apis/<g>`,
+`/apis/<g>/<v>`); and every resource URL below `/api/v1/` and `/apis/<g>/<v>/`.
+
+At startup the app connects to etcd, starts the namespace cache and the compactor, and bootstraps the
+system namespaces and the `kubernetes` Service. `build_app` takes an already-built storage in tests.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import PlainTextResponse, Response
+from starlette.routing import Route
+
+from ..api import errors
+from ..api.kinds import Registry, default_registry
+from ..store.compactor import Compactor
+from ..store.etcd import EtcdStorage
+from ..store.interface import Storage
+from . import discovery, responses
+from .bootstrap import bootstrap
+from .handlers import ResourceHandler
+from .namespaces import NamespaceLifecycle
+from .options import ServerOptions
+from .registry.allocator import first_service_ip, node_port_range, service_ip_range
+from .registry.generic import ResourceStore
+from .registry.services import ServiceStrategy
+from .registry.strategy import strategy_for
+
+log = logging.getLogger(__name__)
+
+VERSION_INFO = {
+    "major": "1", "minor": "32", "gitVersion": "v1.32.4+mkpy", "gitCommit": "", "gitTreeState": "clean",
+    "buildDate": "2026-11-21T00:00:00Z", "goVersion": "python", "compiler": "cpython", "platform": "linux/amd64",
+}
+
+
+def build_stores(registry: Registry, storage: Storage, options: ServerOptions,
+                 namespaces: NamespaceLifecycle) -> dict[tuple[str, str, str], ResourceStore]:
+    ips = service_ip_range(storage, options.service_cluster_ip_range)
+    ports = node_port_range(storage, options.service_node_port_range)
+    stores = {}
+    for res in registry.resources:
+        strategy = ServiceStrategy(res, ips, ports) if res.group_resource == "services" else strategy_for(res)
+        stores[(res.group, res.version, res.plural)] = ResourceStore(res, storage, strategy, namespaces.check)
+    return stores
+
+
+class APIServer:
+    """Everything one apiserver process holds: storage, stores, caches, background tasks."""
+
+    def __init__(self, options: ServerOptions, storage: Storage | None = None) -> None:
+        self.options = options
+        self.registry = default_registry()
+        self.storage = storage
+        self.stores: dict[tuple[str, str, str], ResourceStore] = {}
+        self.namespaces: NamespaceLifecycle | None = None
+        self.compactor: Compactor | None = None
+        self.handler: ResourceHandler | None = None
+        self.ready = asyncio.Event()
+
+    async def start(self) -> None:
+        if self.storage is None:
+            self.storage = await EtcdStorage.connect(self.options.etcd_servers)
+        self.namespaces = NamespaceLifecycle(self.storage)
+        await self.namespaces.start()
+        self.stores = build_stores(self.registry, self.storage, self.options, self.namespaces)
+        self.handler = ResourceHandler(self.registry, self.stores, self.options)
+        address = self.options.advertise_address or self.options.bind_address
+        await bootstrap(self.stores, first_service_ip(self.options.service_cluster_ip_range), address,
+                        self.options.secure_port)
+        self.compactor = Compactor(self.storage, interval=self.options.etcd_compaction_interval)
+        self.compactor.start()
+        self.ready.set()
+
+    async def stop(self) -> None:
+        if self.compactor:
+            await self.compactor.stop()
+        if self.namespaces:
+            await self.namespaces.stop()
+        if self.storage:
+            await self.storage.close()
+
+    # routes ---------------------------------------------------------------------------------------
+
+    async def resources(self, request: Request) -> Response:
+        assert self.handler is not None
+        parts = [p for p in request.url.path.split("/") if p]
+        if parts[0] == "api" and len(parts) == 2:
+            return self._resource_list("", parts[1])
+        if parts[0] == "apis" and len(parts) == 2:
+            versions = self.registry.group_versions().get(parts[1])
+            if not versions:
+                return responses.error_response(errors.route_not_found())
+            group = discovery.api_group(parts[1], versions)
+            return responses.json_response({"kind": "APIGroup", "apiVersion": "v1", **group})
+        if parts[0] == "apis" and len(parts) == 3:
+            return self._resource_list(parts[1], parts[2])
+        return await self.handler.handle(request)
+
+    def _resource_list(self, group: str, version: str) -> Response:
+        doc = discovery.api_resource_list(self.registry, group, version)
+        if doc is None:
+            return responses.error_response(errors.route_not_found())
+        return responses.json_response(doc)
+
+    async def api_root(self, request: Request) -> Response:
+        if discovery.wants_aggregated(request.headers.get("accept", "")):
+            return responses.json_response(discovery.aggregated(self.registry, legacy=True),
+                                           media_type=discovery.AGGREGATED_CONTENT_TYPE)
+        address = f"{self.options.advertise_address or self.options.bind_address}:{self.options.secure_port}"
+        return responses.json_response(discovery.api_versions(address))
+
+    async def apis_root(self, request: Request) -> Response:
+        if discovery.wants_aggregated(request.headers.get("accept", "")):
+            return responses.json_response(discovery.aggregated(self.registry, legacy=False),
+                                           media_type=discovery.AGGREGATED_CONTENT_TYPE)
+        return responses.json_response(discovery.api_group_list(self.registry))
+
+    async def version(self, request: Request) -> Response:
+        return responses.json_response(VERSION_INFO)
+
+    async def health(self, request: Request) -> Response:
+        checks = [("ping", True), ("etcd", await self._etcd_ok())]
+        if request.url.path.rstrip("/").endswith("readyz"):
+            checks.append(("bootstrap", self.ready.is_set()))
+        ok = all(passed for _, passed in checks)
+        kind = request.url.path.strip("/")
+        if "verbose" in request.query_params:
+            lines = [f"[{'+' if passed else '-'}]{name} {'ok' if passed else 'failed'}" for name, passed in checks]
+            lines.append(f"{kind} check {'passed' if ok else 'failed'}")
+            return PlainTextResponse("\n".join(lines) + "\n", status_code=200 if ok else 500)
+        return PlainTextResponse("ok" if ok else f"{kind} check failed", status_code=200 if ok else 500)
+
+    async def _etcd_ok(self) -> bool:
+        if self.storage is None:
+            return False
+        try:
+            async with asyncio.timeout(2):
+                await self.storage.current_revision()
+            return True
+        except Exception:  # any failure to reach etcd is "not healthy", never a 500 traceback
+            return False
+
+    def routes(self) -> list[Route]:
+        return [
+            Route("/version", self.version), Route("/version/", self.version),
+            Route("/healthz", self.health), Route("/livez", self.health), Route("/readyz", self.health),
+            Route("/api", self.api_root), Route("/api/", self.api_root),
+            Route("/apis", self.apis_root), Route("/apis/", self.apis_root),
+            Route("/api/{rest:path}", self.resources, methods=_METHODS),
+            Route("/apis/{rest:path}", self.resources, methods=_METHODS),
+        ]
+
+
+_METHODS = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE"]
+
+
+async def _not_found(request: Request, exc: Exception) -> Response:
+    return responses.error_response(errors.route_not_found())
+
+
+async def _method_not_allowed(request: Request, exc: Exception) -> Response:
+    return responses.error_response(errors.method_not_allowed(request.method))
+
+
+async def _internal_error(request: Request, exc: Exception) -> Response:
+    log.exception("unhandled error serving %s %s", request.method, request.url.path)
+    return responses.error_response(errors.internal(type(exc).__name__))
+
+
+def build_app(server: APIServer) -> Starlette:
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[dict[str, Any]]:
+        await server.start()
+        try:
+            yield {}
+        finally:
+            await server.stop()
+
+    return Starlette(routes=server.routes(), lifespan=lifespan,
+                     exception_handlers={404: _not_found, 405: _method_not_allowed, Exception: _internal_error})

@@ -1,0 +1,274 @@
+"""The resource handlers: one HTTP request on a resource URL in, one response (or watch stream) out.
+
+`ResourceHandler.handle` is the end of the handler chain for every `/api/...` and `/apis/...` resource
+URL: it parses the request info (`request.py`), finds the resource's `ResourceStore`, decodes the body
+(`negotiation.py`), calls the registry verb, and shapes the answer (`responses.py`): an object, a list, a
+Table, a watch stream or an error Status. Nothing here knows about etcd.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from collections.abc import AsyncIterator, Mapping
+from typing import Any
+
+import orjson
+from starlette.requests import Request
+from starlette.responses import Response, StreamingResponse
+
+from ..api import errors
+from ..api.kinds import Registry, Resource
+from . import negotiation, patch, responses
+from .options import ServerOptions
+from .registry.deletion import parse_delete_options
+from .registry.generic import ResourceStore
+from .registry.listing import parse_list_options
+from .registry.subresources import bind, to_scale, update_scale
+from .request import RequestInfo, parse_resource_path
+from .watch import watch_events
+
+
+class ResourceHandler:
+    def __init__(self, registry: Registry, stores: dict[tuple[str, str, str], ResourceStore],
+                 options: ServerOptions) -> None:
+        self.registry = registry
+        self.stores = stores
+        self.options = options
+
+    async def handle(self, request: Request) -> Response:
+        try:
+            info = parse_resource_path(request.method, request.url.path, request.query_params.get("watch"))
+            if info is None or not info.parts_valid:
+                raise errors.route_not_found()
+            store = self._store_for(info)
+            return await self._dispatch(request, info, store)
+        except errors.APIError as err:
+            return responses.error_response(err)
+
+    def _store_for(self, info: RequestInfo) -> ResourceStore:
+        store = self.stores.get((info.group, info.version, info.resource))
+        if store is None:
+            raise errors.route_not_found()
+        if info.namespace and not store.resource.namespaced:
+            raise errors.route_not_found()
+        if info.subresource and store.resource.subresource(info.subresource) is None:
+            raise errors.route_not_found()
+        return store
+
+    async def _dispatch(self, request: Request, info: RequestInfo, store: ResourceStore) -> Response:
+        verb = info.verb
+        if verb in ("get", "list", "watch"):
+            return await self._read(request, info, store)
+        if verb == "create":
+            return await self._create(request, info, store)
+        if verb in ("update", "patch"):
+            return await self._write(request, info, store)
+        if verb == "delete":
+            return await self._delete(request, info, store)
+        if verb == "deletecollection":
+            return await self._delete_collection(request, info, store)
+        raise errors.method_not_allowed(verb)
+
+    # reads ----------------------------------------------------------------------------------------
+
+    async def _read(self, request: Request, info: RequestInfo, store: ResourceStore) -> Response:
+        query = request.query_params
+        accept = request.headers.get("accept", "")
+        as_table = negotiation.wants_table(accept)
+        include = responses.include_object_param(query.get("includeObject"))
+        if info.verb == "watch":
+            return self._watch(request, info, store, as_table, include)
+        if info.verb == "get":
+            obj = await store.get(info.namespace, info.name)
+            if info.subresource == "scale":
+                return responses.json_response(to_scale(obj))
+            if as_table and not info.subresource:
+                rv = obj["metadata"].get("resourceVersion")
+                return responses.json_response(responses.table(store.resource, [obj], include, list_rv=rv))
+            return responses.json_response(obj)
+        if self._needs_namespace_for_list(info, store):
+            raise errors.route_not_found()
+        options = parse_list_options(store.resource, query)
+        page = await store.list(info.namespace, options)
+        if as_table:
+            return responses.json_response(responses.table(store.resource, page.objects, include,
+                                                           list_rv=str(page.revision), page=page))
+        return responses.json_response(responses.list_object(store.resource, page))
+
+    @staticmethod
+    def _needs_namespace_for_list(info: RequestInfo, store: ResourceStore) -> bool:
+        return bool(info.subresource)
+
+    def _watch(self, request: Request, info: RequestInfo, store: ResourceStore, as_table: bool,
+               include: str) -> Response:
+        query = request.query_params
+        options = parse_list_options(store.resource, query)
+        if info.name:  # the deprecated /watch-a-name form: GET .../pods/web-1?watch=true
+            options = parse_list_options(store.resource, {**query, "fieldSelector": f"metadata.name={info.name}"})
+        timeout = options.timeout_seconds
+        if timeout is None:
+            timeout = self.options.min_request_timeout * (1 + random.random())
+        body = _watch_stream(store, info.namespace, options, timeout, as_table, include)
+        return StreamingResponse(body, media_type="application/json")
+
+    # writes ---------------------------------------------------------------------------------------
+
+    async def _create(self, request: Request, info: RequestInfo, store: ResourceStore) -> Response:
+        res = store.resource
+        dry_run = _dry_run(request.query_params)
+        if info.subresource == "binding" or res.plural == "bindings":
+            return await self._bind(request, info)
+        if info.name or (res.namespaced and not info.namespace):
+            raise errors.method_not_allowed("create")
+        body = await self._read_object(request, res)
+        created = await store.create(info.namespace, body, dry_run=dry_run)
+        return responses.json_response(created, 201)
+
+    async def _bind(self, request: Request, info: RequestInfo) -> Response:
+        binding = await self._read_object(request, None)
+        if info.name:
+            binding.setdefault("metadata", {})["name"] = binding.get("metadata", {}).get("name") or info.name
+            if binding["metadata"]["name"] != info.name:
+                raise errors.bad_request("the name of the binding does not match the name of the pod")
+        pods = self.stores[("", "v1", "pods")]
+        return responses.json_response(await bind(pods, info.namespace, binding), 201)
+
+    async def _write(self, request: Request, info: RequestInfo, store: ResourceStore) -> Response:
+        if not info.name:
+            raise errors.method_not_allowed(info.verb)
+        dry_run = _dry_run(request.query_params)
+        if info.verb == "patch":
+            return await self._patch(request, info, store, dry_run)
+        if info.subresource == "scale":
+            scale = await self._read_object(request, None)
+            return responses.json_response(await update_scale(store, info.namespace, info.name, scale,
+                                                              dry_run=dry_run))
+        body = await self._read_object(request, store.resource)
+        sub = "status" if info.subresource in ("status", "finalize") else ""
+        if info.subresource == "finalize":
+            return responses.json_response(await self._finalize(store, info.name, body, dry_run))
+        updated = await store.update(info.namespace, info.name, body, subresource=sub, dry_run=dry_run)
+        return responses.json_response(updated)
+
+    async def _finalize(self, store: ResourceStore, name: str, body: dict[str, Any], dry_run: bool) -> Any:
+        """`namespaces/<name>/finalize`: the namespace controller's way to drop `spec.finalizers`."""
+        finalizers = (body.get("spec") or {}).get("finalizers") or []
+
+        def set_finalizers(ns: dict[str, Any]) -> dict[str, Any]:
+            ns.setdefault("spec", {})["finalizers"] = finalizers
+            if not finalizers:
+                del ns["spec"]["finalizers"]
+            return ns
+
+        return await store.guaranteed_update("", name, set_finalizers, subresource="finalize", dry_run=dry_run)
+
+    async def _patch(self, request: Request, info: RequestInfo, store: ResourceStore, dry_run: bool) -> Response:
+        content_type = negotiation.body_media_type(request.headers.get("content-type"))
+        raw = await self._read_raw(request)
+        patch_body = patch.parse_patch(content_type, raw)
+        sub = info.subresource
+        precondition = ""
+        if isinstance(patch_body, dict):
+            precondition = str((patch_body.get("metadata") or {}).get("resourceVersion") or "")
+
+        def apply(live: dict[str, Any]) -> dict[str, Any]:
+            if sub == "scale":
+                scaled = patch.apply_patch(content_type, to_scale(live), patch_body)
+                live.setdefault("spec", {})["replicas"] = (scaled.get("spec") or {}).get("replicas")
+                return live
+            return patch.apply_patch(content_type, live, patch_body)
+
+        updated = await store.guaranteed_update(info.namespace, info.name, apply, precondition=precondition,
+                                                subresource="" if sub == "scale" else sub, dry_run=dry_run)
+        return responses.json_response(to_scale(updated) if sub == "scale" else updated)
+
+    async def _delete(self, request: Request, info: RequestInfo, store: ResourceStore) -> Response:
+        if info.subresource:
+            raise errors.method_not_allowed("delete")
+        raw = await self._read_raw(request)
+        body = negotiation.decode_body(raw, request.headers.get("content-type")) if raw.strip() else None
+        options = parse_delete_options(body, request.query_params)
+        obj, gone = await store.delete(info.namespace, info.name, options)
+        if gone and store.resource.plural != "pods":
+            return responses.json_response(responses.success_status(store.resource, obj))
+        return responses.json_response(obj, 200)
+
+    async def _delete_collection(self, request: Request, info: RequestInfo, store: ResourceStore) -> Response:
+        raw = await self._read_raw(request)
+        body = negotiation.decode_body(raw, request.headers.get("content-type")) if raw.strip() else None
+        delete_options = parse_delete_options(body, request.query_params)
+        page = await store.list(info.namespace, parse_list_options(store.resource, request.query_params))
+        deleted = []
+        for obj in page.objects:
+            meta = obj["metadata"]
+            try:
+                now, _ = await store.delete(meta.get("namespace", ""), meta["name"], delete_options)
+                deleted.append(now)
+            except errors.APIError as err:
+                if err.code != 404:
+                    raise
+        page.objects, page.continue_token, page.remaining = deleted, "", None
+        return responses.json_response(responses.list_object(store.resource, page))
+
+    # bodies ---------------------------------------------------------------------------------------
+
+    async def _read_raw(self, request: Request) -> bytes:
+        limit = self.options.max_request_body_bytes
+        negotiation.check_body_size(request.headers.get("content-length"), limit)
+        chunks, size = [], 0
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > limit:
+                raise errors.too_large(limit)
+            chunks.append(chunk)
+        return b"".join(chunks)
+
+    async def _read_object(self, request: Request, resource: Resource | None) -> dict[str, Any]:
+        raw = await self._read_raw(request)
+        if not raw.strip():
+            raise errors.bad_request("the request body is empty; an object was expected")
+        obj = negotiation.decode_body(raw, request.headers.get("content-type"))
+        if resource is not None:
+            check_type(obj, resource)
+        return obj
+
+
+def check_type(obj: dict[str, Any], resource: Resource) -> None:
+    """The body's apiVersion and kind must name the URL's resource (they may be left out)."""
+    api_version, kind = obj.get("apiVersion"), obj.get("kind")
+    if api_version not in (None, "") and api_version != resource.api_version:
+        raise errors.bad_request(f"the API version in the data ({api_version}) does not match the expected API "
+                                 f"version ({resource.api_version})")
+    if kind not in (None, "") and kind != resource.kind:
+        raise errors.bad_request(f"the kind in the data ({kind}) does not match the expected kind "
+                                 f"({resource.kind})")
+    if not isinstance(obj.get("metadata", {}), dict):
+        raise errors.bad_request("the object provided is unrecognized: metadata must be an object")
+    obj["apiVersion"], obj["kind"] = resource.api_version, resource.kind
+
+
+def _dry_run(query: Mapping[str, str]) -> bool:
+    value = query.get("dryRun")
+    if value in (None, ""):
+        return False
+    if value != "All":
+        raise errors.bad_request(f'dryRun: Unsupported value: "{value}": supported values: "All"')
+    return True
+
+
+async def _watch_stream(store: ResourceStore, namespace: str, options: Any, timeout: float, as_table: bool,
+                        include: str) -> AsyncIterator[bytes]:
+    first_table = True
+    try:
+        async with asyncio.timeout(timeout):
+            async for kind, obj in watch_events(store, namespace, options):
+                if as_table and kind in ("ADDED", "MODIFIED", "DELETED"):
+                    obj = responses.table(store.resource, [obj], include,
+                                          list_rv=obj["metadata"].get("resourceVersion"), with_columns=first_table)
+                    first_table = False
+                yield orjson.dumps({"type": kind, "object": obj}) + b"\n"
+    except TimeoutError:
+        return
+    except errors.APIError as err:
+        yield orjson.dumps({"type": "ERROR", "object": err.to_status()}) + b"\n"

@@ -1,0 +1,66 @@
+"""PATCH bodies: JSON merge patch (RFC 7386) and JSON patch (RFC 6902).
+
+`kubectl label`, `annotate` and `scale` send merge patches; `kubectl rollout undo` sends a JSON patch.
+A patch is applied to the live object inside the registry's read-modify-write loop, so it always applies to
+the current version; a `metadata.resourceVersion` in the patched result is a precondition (409 if stale).
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import jsonpatch
+import orjson
+
+from ..api import errors
+
+MERGE_PATCH = "application/merge-patch+json"
+JSON_PATCH = "application/json-patch+json"
+STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
+APPLY_PATCH = "application/apply-patch+yaml"
+SUPPORTED = [JSON_PATCH, MERGE_PATCH]
+
+
+def merge_patch(target: Any, patch: Any) -> Any:
+    """RFC 7386: objects merge key by key, `null` deletes a key, anything else replaces."""
+    if not isinstance(patch, dict):
+        return copy.deepcopy(patch)
+    result = dict(target) if isinstance(target, dict) else {}
+    for key, value in patch.items():
+        if value is None:
+            result.pop(key, None)
+        else:
+            result[key] = merge_patch(result.get(key), value)
+    return result
+
+
+def parse_patch(content_type: str, raw: bytes) -> Any:
+    if content_type not in SUPPORTED:
+        raise errors.unsupported_media_type(content_type, SUPPORTED)
+    try:
+        patch = orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        raise errors.bad_request(f"error decoding patch: {exc}") from None
+    if content_type == MERGE_PATCH and not isinstance(patch, dict):
+        raise errors.bad_request("error decoding patch: a merge patch must be a JSON object")
+    if content_type == JSON_PATCH and not isinstance(patch, list):
+        raise errors.bad_request("error decoding patch: a JSON patch must be a JSON array of operations")
+    return patch
+
+
+def apply_patch(content_type: str, obj: dict[str, Any], patch: Any) -> dict[str, Any]:
+    """The patched object; a patch that cannot apply is 422 (kube's message style)."""
+    if content_type == MERGE_PATCH:
+        return merge_patch(obj, patch)
+    try:
+        result = jsonpatch.apply_patch(obj, patch)
+    except jsonpatch.JsonPatchTestFailed as exc:
+        raise errors.APIError(422, "Invalid", f"the server rejected our request due to an error in our request: "
+                              f"testing value failed: {exc}") from None
+    except (jsonpatch.JsonPatchException, jsonpatch.JsonPointerException, TypeError, KeyError) as exc:
+        raise errors.APIError(422, "Invalid", f"the server rejected our request due to an error in our request: "
+                              f"{exc}") from None
+    if not isinstance(result, dict):
+        raise errors.bad_request("the patched object is not a JSON object")
+    return result

@@ -1,0 +1,283 @@
+"""The generic registry: REST semantics for one resource, on top of the storage interface.
+
+One `ResourceStore` per served resource turns API verbs into storage operations the way kube's generic
+registry does:
+
+* create: fill metadata (uid, creationTimestamp, generation, `generateName`), apply the kind's defaults and
+  starting status, validate, then a create-if-absent write (409 AlreadyExists if the key exists);
+* update: a read-modify-write loop (kube's "GuaranteedUpdate"): a resourceVersion in the body is a
+  precondition (409 Conflict when stale); without one the update is retried on conflicts. A write to the
+  main resource keeps the stored status, a write to `/status` keeps everything but the status, and
+  `metadata.generation` goes up only when the spec changes;
+* delete: preconditions, the kind's grace period (pods), finalizers (`deletionTimestamp` is set and the
+  object stays until the last finalizer is removed), propagation policy (`foregroundDeletion`/`orphan`
+  finalizers for the garbage collector).
+
+The resourceVersion of every object is the etcd revision that last wrote it.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from ...api import errors
+from ...api.conversion import from_storage, to_storage
+from ...api.defaults import apply_defaults
+from ...api.kinds import Resource
+from ...api.validation import validate_create, validate_update
+from ...store.errors import ConflictError, KeyExistsError, KeyNotFoundError
+from ...store.interface import KeyValue, Storage
+from .. import codec
+from .deletion import DeleteOptions, check_preconditions, propagation_finalizers
+from .listing import ListOptions, Page, list_page
+from .strategy import Strategy
+
+Mutation = Callable[[dict[str, Any]], dict[str, Any]]
+_IMMUTABLE_META = ("uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds")
+NamespaceCheck = Callable[[str], Awaitable[None]]
+
+
+class ResourceStore:
+    def __init__(self, resource: Resource, storage: Storage, strategy: Strategy,
+                 namespace_check: NamespaceCheck | None = None) -> None:
+        self.resource = resource
+        self.storage = storage
+        self.strategy = strategy
+        self.namespace_check = namespace_check
+
+    # keys -----------------------------------------------------------------------------------------
+
+    def key(self, namespace: str, name: str) -> str:
+        if self.resource.namespaced:
+            return f"{self.resource.key_prefix}{namespace}/{name}"
+        return self.resource.key_prefix + name
+
+    def prefix(self, namespace: str) -> str:
+        if self.resource.namespaced and namespace:
+            return f"{self.resource.key_prefix}{namespace}/"
+        return self.resource.key_prefix
+
+    def decode(self, kv: KeyValue) -> dict[str, Any]:
+        """A stored value as an object of this resource's version, with its resourceVersion."""
+        return from_storage(self.resource, codec.decode(kv))
+
+    def encode(self, obj: dict[str, Any]) -> bytes:
+        """The value to store; drops `resourceVersion` from `obj` (callers set it again from the write)."""
+        if self.resource.storage_version:
+            obj = to_storage(self.resource, copy.deepcopy(obj))
+        return codec.encode(obj)
+
+    # reads ----------------------------------------------------------------------------------------
+
+    async def get(self, namespace: str, name: str) -> dict[str, Any]:
+        kv = await self.storage.get(self.key(namespace, name))
+        if kv is None:
+            raise errors.not_found(self.resource.group_resource, name)
+        return self.decode(kv)
+
+    async def list(self, namespace: str, options: ListOptions) -> Page:
+        return await list_page(self.storage, self.resource, self.prefix(namespace), options, self.decode)
+
+    # create ---------------------------------------------------------------------------------------
+
+    async def create(self, namespace: str, obj: dict[str, Any], *, dry_run: bool = False,
+                     validate: bool = True) -> dict[str, Any]:
+        """Create `obj`; `validate=False` is for the apiserver's own bookkeeping objects only (kube's endpoint
+        reconciler writes the `kubernetes` Endpoints straight to storage, even with a loopback address)."""
+        meta = codec.meta(obj)
+        self._set_namespace(meta, namespace)
+        if not meta.get("name") and meta.get("generateName"):
+            meta["name"] = codec.generate_name(str(meta["generateName"]))
+        self._fill_new_metadata(meta)
+        self.strategy.prepare_for_create(obj)
+        apply_defaults(self.resource, obj)
+        if validate:
+            self._validate(obj, validate_create(self.resource, obj))
+        if self.resource.namespaced and self.namespace_check is not None:
+            await self.namespace_check(namespace)
+        await self.strategy.before_create(obj, dry_run)
+        if dry_run:
+            return obj
+        try:
+            revision = await self.storage.create(self.key(namespace, meta["name"]), self.encode(obj))
+        except KeyExistsError:
+            await self.strategy.after_delete(obj)
+            raise errors.already_exists(self.resource.group_resource, meta["name"]) from None
+        except BaseException:
+            await self.strategy.after_delete(obj)
+            raise
+        return codec.with_revision(obj, revision)
+
+    def _set_namespace(self, meta: dict[str, Any], namespace: str) -> None:
+        if not self.resource.namespaced:
+            return
+        given = meta.get("namespace")
+        if given and given != namespace:
+            raise errors.bad_request("the namespace of the provided object does not match the namespace "
+                                     "sent on the request")
+        meta["namespace"] = namespace
+
+    def _fill_new_metadata(self, meta: dict[str, Any]) -> None:
+        meta["uid"] = codec.new_uid()
+        meta["creationTimestamp"] = codec.now_rfc3339()
+        for field in ("deletionTimestamp", "deletionGracePeriodSeconds", "resourceVersion", "selfLink"):
+            meta.pop(field, None)
+        if self.strategy.tracks_generation:
+            meta["generation"] = 1
+        else:
+            meta.pop("generation", None)
+
+    def _validate(self, obj: dict[str, Any], problems: list[errors.FieldError]) -> None:
+        if problems:
+            name = str(obj.get("metadata", {}).get("name") or "")
+            raise errors.invalid_object(self.resource.kind, self.resource.group, name, problems)
+
+    # update ---------------------------------------------------------------------------------------
+
+    async def update(self, namespace: str, name: str, obj: dict[str, Any], *, subresource: str = "",
+                     dry_run: bool = False) -> dict[str, Any]:
+        """Replace the object (PUT) with `obj`, honouring a resourceVersion precondition in its metadata."""
+        meta = codec.meta(obj)
+        if meta.get("name") and meta["name"] != name:
+            raise errors.bad_request(f"the name of the object ({meta['name']}) does not match the name on "
+                                     f"the URL ({name})")
+        meta["name"] = name
+        self._set_namespace(meta, namespace)
+        precondition = str(meta.get("resourceVersion") or "")
+        return await self.guaranteed_update(namespace, name, lambda _old: copy.deepcopy(obj),
+                                            precondition=precondition, subresource=subresource,
+                                            dry_run=dry_run)
+
+    async def guaranteed_update(self, namespace: str, name: str, mutate: Mutation, *, precondition: str = "",
+                                subresource: str = "", dry_run: bool = False) -> dict[str, Any]:
+        """Read, apply `mutate` to a copy of the live object, and write back; retry on races unless the
+        caller pinned a resourceVersion."""
+        key = self.key(namespace, name)
+        while True:
+            kv = await self.storage.get(key)
+            if kv is None:
+                raise errors.not_found(self.resource.group_resource, name)
+            if precondition and precondition != str(kv.mod_revision):
+                raise errors.stale_update(self.resource.group_resource, name)
+            old = self.decode(kv)
+            new = self._prepare_update(mutate(copy.deepcopy(old)), old, subresource)
+            if new == old:
+                return old
+            try:
+                return await self._write_update(key, kv, new, old, subresource, dry_run)
+            except ConflictError:
+                if precondition:
+                    raise errors.stale_update(self.resource.group_resource, name) from None
+
+    def _prepare_update(self, new: dict[str, Any], old: dict[str, Any], subresource: str) -> dict[str, Any]:
+        if subresource == "status":
+            merged = copy.deepcopy(old)
+            merged["status"] = new.get("status")
+            new = merged
+        elif self.resource.has_status() and subresource != "binding":
+            if "status" in old:
+                new["status"] = old["status"]
+            else:
+                new.pop("status", None)
+        new_meta, old_meta = codec.meta(new), old["metadata"]
+        for field in _IMMUTABLE_META:
+            if field in old_meta:
+                new_meta[field] = old_meta[field]
+            else:
+                new_meta.pop(field, None)
+        new_meta["name"], new_meta["resourceVersion"] = old_meta["name"], old_meta["resourceVersion"]
+        if self.resource.namespaced:
+            new_meta["namespace"] = old_meta.get("namespace")
+        new.setdefault("apiVersion", old.get("apiVersion"))
+        new.setdefault("kind", old.get("kind"))
+        self.strategy.prepare_for_update(new, old)
+        apply_defaults(self.resource, new)
+        self._bump_generation(new, old)
+        return new
+
+    def _bump_generation(self, new: dict[str, Any], old: dict[str, Any]) -> None:
+        old_gen = old["metadata"].get("generation")
+        if not self.strategy.tracks_generation:
+            return
+        spec_changed = _spec_of(new) != _spec_of(old)
+        new["metadata"]["generation"] = (old_gen or 0) + (1 if spec_changed else 0)
+
+    async def _write_update(self, key: str, kv: KeyValue, new: dict[str, Any], old: dict[str, Any],
+                            subresource: str, dry_run: bool) -> dict[str, Any]:
+        # a binding is the one sanctioned change to a pod's nodeName, which pod validation forbids
+        if subresource != "binding":
+            self._validate(new, validate_update(self.resource, new, old))
+        if dry_run:
+            return new
+        meta = new["metadata"]
+        if meta.get("deletionTimestamp") and not meta.get("finalizers") and not _waits_for_grace(meta):
+            await self._delete_key(key, kv.mod_revision, new)
+            return new
+        await self.strategy.before_update(new, old, dry_run=False)
+        try:
+            revision = await self.storage.update(key, self.encode(new),
+                                                 expected_revision=kv.mod_revision)
+        except BaseException:
+            await self.strategy.after_update(old, new)  # give back what before_update claimed
+            raise
+        await self.strategy.after_update(new, old)
+        return codec.with_revision(new, revision)
+
+    # delete ---------------------------------------------------------------------------------------
+
+    async def delete(self, namespace: str, name: str, options: DeleteOptions) -> tuple[dict[str, Any], bool]:
+        """Delete or mark for deletion; returns (the object as it is now, whether it is gone)."""
+        key = self.key(namespace, name)
+        while True:
+            kv = await self.storage.get(key)
+            if kv is None:
+                raise errors.not_found(self.resource.group_resource, name)
+            obj = self.decode(kv)
+            check_preconditions(self.resource, obj, options)
+            try:
+                return await self._delete_once(key, kv, obj, options)
+            except ConflictError:
+                continue
+
+    async def _delete_once(self, key: str, kv: KeyValue, obj: dict[str, Any],
+                           options: DeleteOptions) -> tuple[dict[str, Any], bool]:
+        meta = obj["metadata"]
+        grace = self.strategy.graceful_delete_seconds(obj, options.grace_period_seconds)
+        finalizers = list(meta.get("finalizers") or [])
+        for f in propagation_finalizers(options, finalizers):
+            finalizers.append(f)
+        keeps = self.strategy.delete_keeps_object(obj)
+        if not finalizers and grace == 0 and not keeps:
+            if options.dry_run:
+                return obj, True
+            deleted = await self._delete_key(key, kv.mod_revision, obj)
+            return deleted, True
+        if meta.get("deletionTimestamp") and finalizers == list(meta.get("finalizers") or []) and not grace:
+            return obj, False  # already being deleted: nothing more to record
+        meta["finalizers"] = finalizers or None
+        if not meta["finalizers"]:
+            del meta["finalizers"]
+        meta["deletionTimestamp"] = meta.get("deletionTimestamp") or codec.timestamp_in(grace)
+        meta["deletionGracePeriodSeconds"] = grace
+        if options.dry_run:
+            return obj, False
+        revision = await self.storage.update(key, self.encode(obj), expected_revision=kv.mod_revision)
+        return codec.with_revision(obj, revision), False
+
+    async def _delete_key(self, key: str, revision: int, obj: dict[str, Any]) -> dict[str, Any]:
+        try:
+            prev = await self.storage.delete(key, expected_revision=revision)
+        except KeyNotFoundError:
+            raise errors.not_found(self.resource.group_resource, obj["metadata"]["name"]) from None
+        await self.strategy.after_delete(obj)
+        return codec.with_revision(obj, prev.mod_revision)
+
+
+def _spec_of(obj: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in obj.items() if k not in ("metadata", "status", "apiVersion", "kind")}
+
+
+def _waits_for_grace(meta: dict[str, Any]) -> bool:
+    return bool(meta.get("deletionGracePeriodSeconds"))

@@ -1,0 +1,136 @@
+"""Per-kind behaviour on top of the generic registry: kube's "strategies".
+
+The generic registry (`generic.py`) does what every kind shares: metadata, resourceVersion preconditions,
+status/spec separation, finalizers. A `Strategy` adds what one kind does differently:
+
+* `prepare_for_create` sets the status a new object starts with (a Pod starts `Pending` with its QoS class,
+  a Namespace `Active`; most kinds start with an empty status, whatever the client sent);
+* `tracks_generation` says whether `metadata.generation` counts spec changes for this kind;
+* `graceful_delete_seconds` decides whether a delete only marks the object (pods on a node get a grace
+  period for the kubelet to stop them);
+* `delete_keeps_object` lets a kind keep the object after a delete request (a Namespace stays
+  `Terminating` until the namespace controller has emptied it and removed its `kubernetes` finalizer).
+
+Strategies are looked up by group-resource in `STRATEGIES`; kinds not listed use `Strategy` itself.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ...api.kinds import Resource
+
+# kinds whose metadata.generation counts changes to their spec
+_GENERATION_TRACKED = {
+    "deployments.apps", "replicasets.apps", "statefulsets.apps", "daemonsets.apps", "jobs.batch",
+    "cronjobs.batch", "replicationcontrollers", "poddisruptionbudgets.policy", "ingresses.networking.k8s.io",
+    "networkpolicies.networking.k8s.io", "customresourcedefinitions.apiextensions.k8s.io",
+    "horizontalpodautoscalers.autoscaling", "priorityclasses.scheduling.k8s.io",
+}
+
+
+class Strategy:
+    def __init__(self, resource: Resource) -> None:
+        self.resource = resource
+
+    @property
+    def tracks_generation(self) -> bool:
+        return self.resource.group_resource in _GENERATION_TRACKED
+
+    def prepare_for_create(self, obj: dict[str, Any]) -> None:
+        if self.resource.has_status():
+            obj["status"] = {}
+
+    def prepare_for_update(self, new: dict[str, Any], old: dict[str, Any]) -> None:
+        """Carry over what the server owns before the new object is validated."""
+
+    def graceful_delete_seconds(self, obj: dict[str, Any], requested: int | None) -> int:
+        """Seconds the object lives on after a delete request; 0 deletes it now."""
+        return 0
+
+    def delete_keeps_object(self, obj: dict[str, Any]) -> bool:
+        return False
+
+    async def before_create(self, obj: dict[str, Any], dry_run: bool) -> None:
+        """Claim what the object needs outside its own key (service addresses); undone by after_delete."""
+
+    async def before_update(self, new: dict[str, Any], old: dict[str, Any], dry_run: bool) -> None:
+        """Claim what an update newly needs."""
+
+    async def after_update(self, new: dict[str, Any], old: dict[str, Any]) -> None:
+        """Release what the old object held and the new one no longer does."""
+
+    async def after_delete(self, obj: dict[str, Any]) -> None:
+        """Release what the object held outside its key."""
+
+
+class PodStrategy(Strategy):
+    def prepare_for_create(self, obj: dict[str, Any]) -> None:
+        obj["status"] = {"phase": "Pending", "qosClass": qos_class(obj.get("spec") or {})}
+
+    def graceful_delete_seconds(self, obj: dict[str, Any], requested: int | None) -> int:
+        # A pod that never reached a node, or that already finished, has nothing for a kubelet to stop.
+        spec, status = obj.get("spec") or {}, obj.get("status") or {}
+        if not spec.get("nodeName") or status.get("phase") in ("Succeeded", "Failed"):
+            return 0
+        if requested is not None:
+            return max(requested, 0)
+        grace = spec.get("terminationGracePeriodSeconds")
+        return 30 if grace is None else int(grace)
+
+
+class NamespaceStrategy(Strategy):
+    def prepare_for_create(self, obj: dict[str, Any]) -> None:
+        obj["status"] = {"phase": "Active"}
+        # the namespace controller's finalizer: content is deleted before the namespace goes
+        finalizers = obj.setdefault("spec", {}).setdefault("finalizers", [])
+        if "kubernetes" not in finalizers:
+            finalizers.append("kubernetes")
+
+    def delete_keeps_object(self, obj: dict[str, Any]) -> bool:
+        # The namespace controller empties a terminating namespace, then drops spec.finalizers.
+        obj.setdefault("status", {})["phase"] = "Terminating"
+        return bool((obj.get("spec") or {}).get("finalizers"))
+
+
+class NodeStrategy(Strategy):
+    def prepare_for_create(self, obj: dict[str, Any]) -> None:
+        # kubelets register nodes with their capacity and addresses already in status
+        obj.setdefault("status", {})
+
+
+class ClaimStrategy(Strategy):
+    def prepare_for_create(self, obj: dict[str, Any]) -> None:
+        obj["status"] = {"phase": "Pending"}
+
+
+STRATEGIES: dict[str, type[Strategy]] = {
+    "pods": PodStrategy,
+    "namespaces": NamespaceStrategy,
+    "nodes": NodeStrategy,
+    "persistentvolumeclaims": ClaimStrategy,
+    "persistentvolumes": ClaimStrategy,
+}
+
+
+def strategy_for(resource: Resource) -> Strategy:
+    """The strategy of a kind without outside dependencies (services get theirs in services.py)."""
+    return STRATEGIES.get(resource.group_resource, Strategy)(resource)
+
+
+def qos_class(spec: dict[str, Any]) -> str:
+    """Guaranteed when every container limits cpu and memory with requests equal to limits; BestEffort with
+    no requests or limits at all; Burstable otherwise."""
+    containers = list(spec.get("containers") or []) + list(spec.get("initContainers") or [])
+    any_set, guaranteed = False, True
+    for c in containers:
+        resources = c.get("resources") or {}
+        limits, requests = resources.get("limits") or {}, resources.get("requests") or {}
+        if limits or requests:
+            any_set = True
+        for name in ("cpu", "memory"):
+            if name not in limits or requests.get(name, limits[name]) != limits[name]:
+                guaranteed = False
+    if not any_set:
+        return "BestEffort"
+    return "Guaranteed" if guaranteed else "Burstable"

@@ -1,0 +1,65 @@
+"""Running the apiserver: HTTPS on uvicorn, with client certificates available to authentication.
+
+kube-apiserver serves only HTTPS. We do the same with uvicorn's TLS support, asking clients for a
+certificate (`CERT_OPTIONAL`: a bearer token is another way in) and verifying it against `--client-ca-file`.
+ASGI has no standard place for the peer certificate, so a small subclass of uvicorn's HTTP protocol reads
+it once per connection from the TLS transport and hands it to every request on that connection as
+`scope["extensions"]["tls"]["peercert"]`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import ssl
+from typing import Any
+
+import uvicorn
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+from ..auth.authn import Authenticator
+from .app import APIServer, build_app
+from .authentication import AuthenticationMiddleware
+from .options import ServerOptions
+
+
+class TLSHttpProtocol(HttpToolsProtocol):
+    """uvicorn's httptools protocol, plus the verified client certificate in every request scope."""
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        self._tls = {"peercert": transport.get_extra_info("peercert")}
+
+    def on_message_begin(self) -> None:
+        super().on_message_begin()
+        self.scope["extensions"] = {"tls": self._tls}  # type: ignore[typeddict-unknown-key]
+
+
+def make_asgi_app(options: ServerOptions, server: APIServer | None = None) -> Any:
+    server = server or APIServer(options)
+    authenticator = Authenticator.from_token_auth_file(options.token_auth_file)
+    return AuthenticationMiddleware(build_app(server), authenticator)
+
+
+def uvicorn_config(options: ServerOptions, app: Any) -> uvicorn.Config:
+    return uvicorn.Config(
+        app,
+        host=options.bind_address,
+        port=options.secure_port,
+        ssl_certfile=options.tls_cert_file,
+        ssl_keyfile=options.tls_private_key_file,
+        ssl_ca_certs=options.client_ca_file or None,
+        ssl_cert_reqs=ssl.CERT_OPTIONAL if options.client_ca_file else ssl.CERT_NONE,
+        http=TLSHttpProtocol,
+        lifespan="on",
+        access_log=False,
+        log_level="warning",
+        timeout_keep_alive=120,
+    )
+
+
+def serve(options: ServerOptions) -> None:
+    """Run the apiserver in the foreground until SIGINT/SIGTERM."""
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    config = uvicorn_config(options, make_asgi_app(options))
+    uvicorn.Server(config).run()

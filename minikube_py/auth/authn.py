@@ -1,0 +1,174 @@
+"""Authentication: who is making this request?
+
+The first step of the apiserver's handler chain (authn → impersonation → authz → ...). For every request the
+apiserver calls `Authenticator.authenticate(peercert, authorization_header)` and answers 401 when it returns
+None. The answer is a `UserInfo`, the same four fields as kube's `user.Info`, which authorization (RBAC) and
+`kubectl auth whoami` use later.
+
+Authenticators are tried in kube's order and the first that recognises the request wins:
+1. x509 client certificates. TLS has already verified the certificate against `--client-ca-file`, so this
+   step only reads the subject of `ssl.SSLObject.getpeercert()`: user = Common Name, groups = every
+   Organization. Results are cached per subject, because the same few clients send every request.
+2. bearer tokens (`Authorization: Bearer <token>`), checked by each `TokenAuthenticator` in turn: the static
+   token file (`--token-auth-file`) now, service-account JWTs later. A bearer token that nobody recognises
+   is not anonymous access: the request is unauthenticated (401), as in kube.
+Every authenticated user also gets the group `system:authenticated`. Anonymous requests are not supported.
+
+The static token file is kube's CSV format, one user a line: `token,user,uid[,"group1,group2"]`.
+It is read once at startup; a malformed line is an error naming the file and line, so the apiserver refuses
+to start rather than silently locking a user out.
+"""
+
+from __future__ import annotations
+
+import csv
+import functools
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Protocol
+
+AUTHENTICATED_GROUP = "system:authenticated"
+
+
+@dataclass(frozen=True)
+class UserInfo:
+    """An authenticated identity, as kube's `user.Info` (and `UserInfo` in SelfSubjectReview) has it."""
+
+    username: str
+    uid: str = ""
+    groups: tuple[str, ...] = ()
+    extra: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+
+
+class TokenAuthenticator(Protocol):
+    """Recognises bearer tokens of one kind (static file, service-account JWT, ...)."""
+
+    def authenticate_token(self, token: str) -> UserInfo | None:
+        """The user this token belongs to, or None when the token is not one of this authenticator's.
+
+        Called on every request carrying a bearer token: must be fast and must not raise for bad tokens.
+        """
+        ...
+
+
+class TokenFileError(ValueError):
+    """The static token file cannot be used; the message names the file and line."""
+
+
+class StaticTokenAuthenticator:
+    """Bearer tokens from a `--token-auth-file`, fixed for the life of the process."""
+
+    def __init__(self, users_by_token: Mapping[str, UserInfo]) -> None:
+        self._users_by_token = dict(users_by_token)
+
+    @classmethod
+    def from_file(cls, path: str | Path) -> StaticTokenAuthenticator:
+        """Parse kube's token CSV; raises TokenFileError on any unusable line (see `parse_token_file`)."""
+        return cls(parse_token_file(path))
+
+    def authenticate_token(self, token: str) -> UserInfo | None:
+        return self._users_by_token.get(token)
+
+
+def parse_token_file(path: str | Path) -> dict[str, UserInfo]:
+    """Read `token,user,uid[,groups]` lines; blank lines are skipped, columns after the fourth ignored."""
+    try:
+        with open(path, newline="", encoding="utf-8") as file:
+            records = list(enumerate(csv.reader(file, skipinitialspace=True), start=1))
+    except (OSError, UnicodeDecodeError, csv.Error) as err:
+        raise TokenFileError(f"cannot read token file {path}: {err}") from err
+    users_by_token: dict[str, UserInfo] = {}
+    for line, record in records:
+        if not record:
+            continue
+        token, user = _parse_token_record(path, line, record)
+        if token in users_by_token:
+            # kube keeps the last duplicate with a warning; an error is kinder than a silently lost user.
+            raise TokenFileError(f"{path}:{line}: duplicate token (already used for {users_by_token[token].username!r})")
+        users_by_token[token] = user
+    return users_by_token
+
+
+def _parse_token_record(path: str | Path, line: int, record: list[str]) -> tuple[str, UserInfo]:
+    if len(record) < 3:
+        raise TokenFileError(
+            f"{path}:{line}: expected at least 3 columns (token,user,uid[,\"group1,group2\"]), got {len(record)}")
+    token, username, uid = (column.strip() for column in record[:3])
+    if not token:
+        raise TokenFileError(f"{path}:{line}: empty token")
+    if not username:
+        raise TokenFileError(f"{path}:{line}: empty user name")
+    groups = tuple(group.strip() for group in record[3].split(",") if group.strip()) if len(record) > 3 else ()
+    return token, UserInfo(username=username, uid=uid, groups=groups)
+
+
+def bearer_token(authorization_header: str | None) -> str | None:
+    """The token of an `Authorization: Bearer <token>` header (scheme case-insensitive), else None."""
+    if not authorization_header:
+        return None
+    parts = authorization_header.strip().split(" ")
+    if len(parts) < 2 or parts[0].lower() != "bearer" or not parts[1]:
+        return None
+    return parts[1]
+
+
+def _user_from_subject(subject: tuple[tuple[tuple[str, str], ...], ...]) -> UserInfo | None:
+    common_name, organizations = "", []
+    for rdn in subject:
+        for attribute, value in rdn:
+            if attribute == "commonName":
+                common_name = value
+            elif attribute == "organizationName":
+                organizations.append(value)
+    if not common_name:
+        return None
+    return UserInfo(username=common_name, groups=tuple(organizations))
+
+
+class Authenticator:
+    """The apiserver's authenticator chain: x509 first, then each token authenticator."""
+
+    def __init__(self, token_authenticators: Sequence[TokenAuthenticator] = ()) -> None:
+        self._token_authenticators = tuple(token_authenticators)
+
+    @classmethod
+    def from_token_auth_file(cls, token_auth_file: str) -> Authenticator:
+        """The chain for `--token-auth-file` (empty: x509 only). Raises TokenFileError."""
+        if not token_auth_file:
+            return cls()
+        return cls([StaticTokenAuthenticator.from_file(token_auth_file)])
+
+    def authenticate(self, peercert: Mapping[str, Any] | None,
+                     authorization_header: str | None) -> UserInfo | None:
+        """The request's user (with `system:authenticated`), or None: answer 401 Unauthorized.
+
+        `peercert` is what `ssl.SSLObject.getpeercert()` returned for the connection (None or a dict).
+        """
+        # None: no certificate was sent; {}: one was sent but not verified, so it proves nothing.
+        if peercert:
+            user = _authenticated_x509_user(peercert.get("subject", ()))
+            if user is not None:
+                return user
+        token = bearer_token(authorization_header)
+        if token is None:
+            return None
+        for authenticator in self._token_authenticators:
+            user = authenticator.authenticate_token(token)
+            if user is not None:
+                return with_authenticated_group(user)
+        return None
+
+
+@functools.lru_cache(maxsize=1024)
+def _authenticated_x509_user(subject: tuple[tuple[tuple[str, str], ...], ...]) -> UserInfo | None:
+    """Cached per subject: the handful of clients (admin, controllers, kubelets) send every request."""
+    user = _user_from_subject(subject)
+    return with_authenticated_group(user) if user is not None else None
+
+
+def with_authenticated_group(user: UserInfo) -> UserInfo:
+    """`user` with `system:authenticated` added to its groups, once."""
+    if AUTHENTICATED_GROUP in user.groups:
+        return user
+    return replace(user, groups=(*user.groups, AUTHENTICATED_GROUP))

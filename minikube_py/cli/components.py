@@ -1,0 +1,122 @@
+"""The control-plane components `mkpy up` runs, in start order: how each is started and how its health is read.
+
+This is the one table to extend when a component joins the cluster (controller manager, scheduler,
+kubelets): `mkpy up` starts them in this order, `mkpy down` stops them in reverse, `mkpy status` probes
+each, and `mkpy logs` accepts their names.
+
+Usage rules: every component's command line names the cluster directory (the supervisor recognises its
+processes by that) and uses real flags, so the header line in its log can be pasted to run it by hand.
+The apiserver is `mkpy apiserver` run by the same Python, so a virtualenv without the console script on
+PATH still works.
+"""
+
+from __future__ import annotations
+
+import functools
+import socket
+import ssl
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from minikube_py.cli.cluster import HOST, Cluster
+from minikube_py.cli.supervisor import Health, Supervised, client_tls_context, probe_http, probe_https
+
+ETCD_READY_TIMEOUT = 10.0  # seconds; etcd with fast elections needs ~60 ms
+APISERVER_READY_TIMEOUT = 30.0  # seconds; generous for a cold disk cache on the first start
+COMPONENT_NAMES = ("etcd", "apiserver")  # the names control_plane() returns, in start order
+
+
+@dataclass(frozen=True)
+class Component:
+    """One control-plane process of a cluster."""
+
+    name: str
+    address: str  # where it serves, as `mkpy status` shows it
+    ports: dict[str, int]  # "what" -> port; each must be free before the component starts
+    ready_timeout: float
+    argv: Callable[[], list[str]]  # built only when starting: it may need to locate a binary
+    probe: Callable[[], Health]
+
+    def process(self, cluster: Cluster) -> Supervised:
+        return Supervised(self.name, cluster.dir)
+
+
+def control_plane(cluster: Cluster, advertise_address: str = "") -> list[Component]:
+    """The cluster's components in start order. `advertise_address` only matters when starting them."""
+    ports = cluster.ports
+    return [
+        Component(
+            name="etcd",
+            address=cluster.etcd_endpoint,
+            ports={"etcd client": ports.etcd_client, "etcd peer": ports.etcd_peer},
+            ready_timeout=ETCD_READY_TIMEOUT,
+            argv=functools.partial(_etcd_argv, cluster),
+            probe=functools.partial(probe_http, HOST, ports.etcd_client, "/health"),
+        ),
+        Component(
+            name="apiserver",
+            address=cluster.apiserver_url,
+            ports={"apiserver": ports.apiserver},
+            ready_timeout=APISERVER_READY_TIMEOUT,
+            argv=functools.partial(_apiserver_argv, cluster, advertise_address),
+            probe=functools.partial(_apiserver_probe, cluster),
+        ),
+    ]
+
+
+def host_address() -> str:
+    """This machine's address on its default route (what kube-apiserver advertises by default), else 127.0.0.1."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+        try:
+            # Connecting a UDP socket sends nothing; it only makes the kernel pick the outgoing address.
+            sock.connect(("192.0.2.1", 9))
+            return str(sock.getsockname()[0])
+        except OSError:
+            return HOST
+
+
+def _etcd_argv(cluster: Cluster) -> list[str]:
+    from minikube_py.store.etcd_server import etcd_argv
+
+    # fsync stays on: `mkpy down`/`up` promises to keep every object, also across a machine crash.
+    return etcd_argv(cluster.name, cluster.etcd_data_dir, cluster.ports.etcd_client, cluster.ports.etcd_peer,
+                     fast=True, unsafe_no_fsync=False, progress_notify_interval="5s")
+
+
+def _apiserver_argv(cluster: Cluster, advertise_address: str) -> list[str]:
+    ca_file, _ = cluster.cert_files("ca")
+    cert_file, key_file = cluster.cert_files("apiserver")
+    argv = [
+        sys.executable, "-m", "minikube_py.cli.main", "apiserver",
+        f"--etcd-servers={cluster.etcd_endpoint}",
+        f"--bind-address={HOST}",
+        f"--secure-port={cluster.ports.apiserver}",
+        f"--tls-cert-file={cert_file}",
+        f"--tls-private-key-file={key_file}",
+        f"--client-ca-file={ca_file}",
+    ]
+    if advertise_address:
+        argv.append(f"--advertise-address={advertise_address}")
+    # A lab enables static tokens by writing pki/tokens.csv and restarting the cluster.
+    if cluster.token_auth_file.exists():
+        argv.append(f"--token-auth-file={cluster.token_auth_file}")
+    return argv
+
+
+def _apiserver_probe(cluster: Cluster) -> Health:
+    ca_file, _ = cluster.cert_files("ca")
+    cert_file, key_file = cluster.cert_files("admin")
+    try:
+        context = _admin_tls_context(ca_file, cert_file, key_file)
+    except (OSError, ssl.SSLError) as err:
+        return Health(False, f"no admin credentials: {err}")
+    return probe_https(HOST, cluster.ports.apiserver, "/readyz", context)
+
+
+@functools.lru_cache(maxsize=8)
+def _admin_tls_context(ca_file: Path, cert_file: Path, key_file: Path) -> ssl.SSLContext:
+    # Cached: readiness polling probes every 20 ms and loading the files each time would dominate.
+    return client_tls_context(ca_file, cert_file, key_file)
+

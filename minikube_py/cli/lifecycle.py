@@ -1,0 +1,176 @@
+"""`mkpy up`, `mkpy down`, `mkpy delete`: a cluster's lifecycle.
+
+`up` is the supervisor of DESIGN.md: it creates the cluster directory on first use, makes sure the PKI and
+kubeconfigs exist, starts every component of `components.control_plane` that is not running (in order,
+each only once the previous one is healthy), waits for the apiserver's /readyz and exits, leaving the
+components running detached. Running `up` on a running cluster only says so. `down` stops the processes
+and keeps the directory (etcd's data included), so the next `up` resumes the same cluster with the same
+objects, ports and credentials. `delete` also removes the directory and our kubeconfig entries.
+
+Usage rules: `up` has a 3 s budget from command to ready apiserver, so it does nothing slow: keys are
+generated only on the first up (or when a certificate must be reissued), health is polled every 20 ms,
+and the apiserver is started only after etcd answers, so it never begins with a failing connection.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+import click
+from rich.console import Console
+
+from minikube_py.apiserver.options import ServerOptions
+from minikube_py.auth import pki
+from minikube_py.cli import kubeconfig
+from minikube_py.cli.cluster import (
+    DEFAULT_NAME,
+    Cluster,
+    cluster_lock,
+    context_name,
+    mkpy_home,
+    name_option,
+    port_in_use,
+)
+from minikube_py.cli.components import COMPONENT_NAMES, Component, control_plane, host_address
+from minikube_py.cli.supervisor import Supervised
+
+ADMIN_USER = "kubernetes-admin"
+ADMIN_GROUPS = ("system:masters",)
+
+
+@click.command()
+@name_option
+@click.option("--no-switch-context", is_flag=True, help="Leave kubectl's current context as it is.")
+def up(name: str, no_switch_context: bool) -> None:
+    """Start a cluster (creating it on first use) and wait until its apiserver is ready."""
+    started = time.monotonic()
+    console = Console(highlight=False, soft_wrap=True)
+    cluster = Cluster.create_or_load(name)
+    with cluster_lock(cluster.dir):
+        advertise_address = host_address()
+        components = control_plane(cluster, advertise_address)
+        was_running = all(component.process(cluster).pid() is not None for component in components)
+        if not was_running:
+            console.print(f'Starting cluster "{name}" in {cluster.dir}')
+        _ensure_pki(cluster, advertise_address)
+        merged_into = _write_kubeconfigs(console, cluster, switch_context=not no_switch_context)
+        for component in components:
+            _bring_up(console, cluster, component)
+    if was_running:
+        console.print(f'[green]✓[/] cluster "{name}" is already running at {cluster.apiserver_url}')
+    else:
+        elapsed = time.monotonic() - started
+        console.print(f'[green]✓[/] cluster "{name}" is ready in {elapsed:.1f}s')
+    _print_usage(console, cluster, merged_into, switched=not no_switch_context)
+
+
+@click.command()
+@name_option
+def down(name: str) -> None:
+    """Stop a cluster's processes; its data stays for the next `mkpy up`."""
+    console = Console(highlight=False, soft_wrap=True)
+    cluster = Cluster.load(name)
+    with cluster_lock(cluster.dir):
+        _stop_all(console, cluster.dir)
+    again = "mkpy up" + ("" if name == DEFAULT_NAME else f" --name {name}")
+    console.print(f'cluster "{name}" is stopped; its data is kept in {cluster.dir} (`{again}` resumes it)')
+
+
+@click.command()
+@name_option
+def delete(name: str) -> None:
+    """Stop a cluster and remove its directory and kubeconfig entries."""
+    console = Console(highlight=False, soft_wrap=True)
+    cluster = Cluster.find(name)
+    # Stopping works from the pidfiles alone, so even a directory with a broken cluster.json can be deleted.
+    cluster_dir = mkpy_home() / name
+    if cluster_dir.is_dir():
+        with cluster_lock(cluster_dir):
+            _stop_all(console, cluster_dir)
+            shutil.rmtree(cluster_dir)
+        console.print(f'[green]✓[/] deleted cluster "{name}" ({cluster_dir})')
+    else:
+        console.print(f'cluster "{name}" does not exist; nothing to delete')
+    targets = {kubeconfig.user_kubeconfig_path(mkpy_home())}
+    if cluster is not None and cluster.kubeconfig_merged_into:
+        targets.add(Path(cluster.kubeconfig_merged_into))
+    for target in sorted(targets):
+        try:
+            if kubeconfig.remove(target, context_name(name)):
+                console.print(f"[green]✓[/] removed context {context_name(name)} from {target}")
+        except kubeconfig.KubeconfigError as err:
+            console.print(f"[yellow]![/] {err}")
+
+
+def _ensure_pki(cluster: Cluster, advertise_address: str) -> None:
+    """The CA, the apiserver's serving certificate and the admin's client certificate, reused when valid."""
+    ca = pki.ensure_ca(cluster.pki_dir)
+    ips, dns_names = pki.apiserver_sans(advertise_address, ServerOptions().service_cluster_ip_range)
+    pki.ensure_serving_cert(cluster.pki_dir, ca, "apiserver", common_name="kube-apiserver",
+                            ip_addresses=ips, dns_names=dns_names)
+    pki.ensure_client_cert(cluster.pki_dir, ca, "admin", user=ADMIN_USER, groups=ADMIN_GROUPS)
+
+
+def _write_kubeconfigs(console: Console, cluster: Cluster, *, switch_context: bool) -> Path | None:
+    """Write the standalone kubeconfig and merge it into the user's; the file merged into, if any."""
+    ca_file, _ = cluster.cert_files("ca")
+    cert_file, key_file = cluster.cert_files("admin")
+    config = kubeconfig.standalone(cluster.context_name, cluster.apiserver_url, ca_file.read_bytes(),
+                                   cert_file.read_bytes(), key_file.read_bytes())
+    kubeconfig.write(cluster.kubeconfig_path, config)
+    target = kubeconfig.user_kubeconfig_path(mkpy_home())
+    try:
+        kubeconfig.merge(target, config, switch_context=switch_context)
+    except kubeconfig.KubeconfigError as err:
+        # The cluster is still usable through the standalone kubeconfig; say so instead of failing.
+        console.print(f"[yellow]![/] {err}; use KUBECONFIG={cluster.kubeconfig_path} instead")
+        return None
+    if cluster.kubeconfig_merged_into != str(target):
+        cluster.kubeconfig_merged_into = str(target)
+        cluster.save()
+    return target
+
+
+def _bring_up(console: Console, cluster: Cluster, component: Component) -> None:
+    """Start `component` unless it runs already, then wait until its probe says healthy."""
+    supervised = component.process(cluster)
+    process: subprocess.Popen[bytes] | None = None
+    began = time.monotonic()
+    if supervised.pid() is None:
+        for what, port in component.ports.items():
+            if port_in_use(port):
+                raise click.ClickException(
+                    f"port {port} ({what}) on 127.0.0.1 is in use by another process; stop that process, or "
+                    f"`mkpy delete --name {cluster.name}` and `mkpy up` again to get new ports")
+        process = supervised.start(component.argv())
+    with console.status(f"Waiting for {component.name} at {component.address}"):
+        supervised.wait_healthy(component.probe, component.ready_timeout, process)
+    if process is None:
+        console.print(f"[green]✓[/] {component.name:<10} running at {component.address}")
+    else:
+        took = time.monotonic() - began
+        console.print(f"[green]✓[/] {component.name:<10} ready at {component.address} ({took:.2f}s)")
+
+
+def _stop_all(console: Console, cluster_dir: Path) -> None:
+    for name in reversed(COMPONENT_NAMES):
+        pid = Supervised(name, cluster_dir).stop()
+        if pid is None:
+            console.print(f"  {name:<10} was not running")
+        else:
+            console.print(f"[green]✓[/] {name:<10} stopped (pid {pid})")
+
+
+def _print_usage(console: Console, cluster: Cluster, merged_into: Path | None, *, switched: bool) -> None:
+    console.print()
+    if merged_into is not None and switched:
+        console.print(f"kubectl now uses context {cluster.context_name} (in {merged_into}). Try:")
+        console.print("  kubectl get namespaces")
+    elif merged_into is not None:
+        console.print(f"Context {cluster.context_name} is in {merged_into}. Try:")
+        console.print(f"  kubectl --context {cluster.context_name} get namespaces")
+    console.print("Or, with a kubeconfig for this cluster alone:")
+    console.print(f"  export KUBECONFIG={cluster.kubeconfig_path}")

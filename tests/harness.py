@@ -1,0 +1,125 @@
+"""A real control plane for tests and benchmarks: etcd plus an apiserver process, over HTTPS.
+
+`ControlPlane` starts an etcd member (store.etcd_server.EtcdServer), issues a throwaway PKI (a CA, a serving
+certificate, an admin client certificate in `system:masters`), and runs `mkpy apiserver` as a child
+process exactly as `mkpy up` does. `client()` returns an httpx client that authenticates with the admin
+certificate; `kubeconfig` is a file for kubectl and the Python client.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import ssl
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import httpx
+import yaml
+
+from minikube_py.auth import pki
+from minikube_py.store.etcd_server import EtcdServer, free_port
+
+READY_TIMEOUT = 30.0
+
+
+class ControlPlane:
+    def __init__(self, *, extra_args: tuple[str, ...] = (), etcd: EtcdServer | None = None) -> None:
+        self.workdir = Path(tempfile.mkdtemp(prefix="mkpy-cp-"))
+        self.etcd = etcd or EtcdServer(workdir=self.workdir / "etcd")
+        self.port = free_port()
+        self.extra_args = extra_args
+        self.process: subprocess.Popen[bytes] | None = None
+        pki_dir = self.workdir / "pki"
+        ca = pki.ensure_ca(pki_dir)
+        ips, dns = pki.apiserver_sans("127.0.0.1", "10.96.0.0/12")
+        self.serving = pki.ensure_serving_cert(pki_dir, ca, "apiserver", common_name="kube-apiserver",
+                                               ip_addresses=ips, dns_names=dns)
+        self.admin = pki.ensure_client_cert(pki_dir, ca, "admin", user="kubernetes-admin",
+                                            groups=["system:masters"])
+        self.ca_file = ca.cert_path
+        self.kubeconfig = self.workdir / "kubeconfig"
+        self._write_kubeconfig()
+
+    @property
+    def url(self) -> str:
+        return f"https://127.0.0.1:{self.port}"
+
+    @property
+    def log_file(self) -> Path:
+        return self.workdir / "apiserver.log"
+
+    def argv(self) -> list[str]:
+        return [sys.executable, "-m", "minikube_py.cli.main", "apiserver",
+                f"--etcd-servers={self.etcd.endpoint}", "--bind-address=127.0.0.1",
+                f"--secure-port={self.port}", f"--tls-cert-file={self.serving.cert_path}",
+                f"--tls-private-key-file={self.serving.key_path}", f"--client-ca-file={self.ca_file}",
+                *self.extra_args]
+
+    def start(self) -> ControlPlane:
+        if not self.etcd.running:
+            self.etcd.start()
+        self.start_apiserver()
+        return self
+
+    def start_apiserver(self) -> None:
+        with open(self.log_file, "ab") as log:
+            self.process = subprocess.Popen(self.argv(), stdout=log, stderr=log, stdin=subprocess.DEVNULL,
+                                            env={**os.environ, "PYTHONUNBUFFERED": "1"})
+        self.wait_ready()
+
+    def wait_ready(self) -> None:
+        deadline = time.monotonic() + READY_TIMEOUT
+        with self.client() as c:
+            while time.monotonic() < deadline:
+                if self.process is not None and self.process.poll() is not None:
+                    raise RuntimeError(f"apiserver exited:\n{self.log_file.read_text()[-3000:]}")
+                try:
+                    if c.get("/readyz").status_code == 200:
+                        return
+                except httpx.TransportError:
+                    pass
+                time.sleep(0.05)
+        raise RuntimeError(f"apiserver not ready in {READY_TIMEOUT}s:\n{self.log_file.read_text()[-3000:]}")
+
+    def stop_apiserver(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+
+    def stop(self) -> None:
+        self.stop_apiserver()
+        self.etcd.stop()
+
+    def tls_context(self, *, with_admin_cert: bool = True) -> ssl.SSLContext:
+        context = ssl.create_default_context(cafile=str(self.ca_file))
+        if with_admin_cert:
+            context.load_cert_chain(str(self.admin.cert_path), str(self.admin.key_path))
+        return context
+
+    def client(self, **kwargs: object) -> httpx.Client:
+        return httpx.Client(base_url=self.url, verify=self.tls_context(), timeout=30, **kwargs)  # type: ignore[arg-type]
+
+    def async_client(self, **kwargs: object) -> httpx.AsyncClient:
+        return httpx.AsyncClient(base_url=self.url, verify=self.tls_context(), timeout=30, **kwargs)  # type: ignore[arg-type]
+
+    def _write_kubeconfig(self) -> None:
+        def b64(path: Path) -> str:
+            return base64.b64encode(path.read_bytes()).decode()
+
+        config = {
+            "apiVersion": "v1", "kind": "Config", "current-context": "test",
+            "clusters": [{"name": "test", "cluster": {"server": self.url,
+                                                      "certificate-authority-data": b64(self.ca_file)}}],
+            "users": [{"name": "admin", "user": {"client-certificate-data": b64(self.admin.cert_path),
+                                                 "client-key-data": b64(self.admin.key_path)}}],
+            "contexts": [{"name": "test", "context": {"cluster": "test", "user": "admin"}}],
+        }
+        self.kubeconfig.write_text(yaml.safe_dump(config))
