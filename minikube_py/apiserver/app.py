@@ -27,6 +27,7 @@ from starlette.routing import Route
 
 from ..api import errors
 from ..api.kinds import Registry, default_registry
+from ..auth.pki import first_service_ip
 from ..store.compactor import Compactor
 from ..store.etcd import EtcdStorage
 from ..store.interface import Storage
@@ -34,8 +35,9 @@ from . import discovery, responses
 from .bootstrap import bootstrap
 from .handlers import ResourceHandler
 from .namespaces import NamespaceLifecycle
+from .openapi import OpenAPIDocuments
 from .options import ServerOptions
-from .registry.allocator import first_service_ip, node_port_range, service_ip_range
+from .registry.allocator import node_port_range, service_ip_range
 from .registry.generic import ResourceStore
 from .registry.services import ServiceStrategy
 from .registry.strategy import strategy_for
@@ -71,6 +73,7 @@ class APIServer:
         self.compactor: Compactor | None = None
         self.handler: ResourceHandler | None = None
         self.ready = asyncio.Event()
+        self.openapi = OpenAPIDocuments(self.registry)
 
     async def start(self) -> None:
         if self.storage is None:
@@ -80,7 +83,7 @@ class APIServer:
         self.stores = build_stores(self.registry, self.storage, self.options, self.namespaces)
         self.handler = ResourceHandler(self.registry, self.stores, self.options)
         address = self.options.advertise_address or self.options.bind_address
-        await bootstrap(self.stores, first_service_ip(self.options.service_cluster_ip_range), address,
+        await bootstrap(self.stores, str(first_service_ip(self.options.service_cluster_ip_range)), address,
                         self.options.secure_port)
         self.compactor = Compactor(self.storage, interval=self.options.etcd_compaction_interval)
         self.compactor.start()
@@ -130,6 +133,20 @@ class APIServer:
                                            media_type=discovery.AGGREGATED_CONTENT_TYPE)
         return responses.json_response(discovery.api_group_list(self.registry))
 
+    async def openapi_index(self, request: Request) -> Response:
+        return responses.json_response(self.openapi.index())
+
+    async def openapi_document(self, request: Request) -> Response:
+        path = request.path_params["path"].strip("/")
+        doc = self.openapi.documents.get(path)
+        if doc is None:
+            return responses.error_response(errors.route_not_found())
+        digest = self.openapi.hashes[path]
+        headers = {"ETag": f'"{digest}"'}
+        if request.query_params.get("hash") == digest:
+            headers["Cache-Control"] = "public, immutable"
+        return Response(doc, media_type="application/json", headers=headers)
+
     async def version(self, request: Request) -> Response:
         return responses.json_response(VERSION_INFO)
 
@@ -159,6 +176,7 @@ class APIServer:
         return [
             Route("/version", self.version), Route("/version/", self.version),
             Route("/healthz", self.health), Route("/livez", self.health), Route("/readyz", self.health),
+            Route("/openapi/v3", self.openapi_index), Route("/openapi/v3/{path:path}", self.openapi_document),
             Route("/api", self.api_root), Route("/api/", self.api_root),
             Route("/apis", self.apis_root), Route("/apis/", self.apis_root),
             Route("/api/{rest:path}", self.resources, methods=_METHODS),

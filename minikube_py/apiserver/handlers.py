@@ -87,7 +87,7 @@ class ResourceHandler:
                 rv = obj["metadata"].get("resourceVersion")
                 return responses.json_response(responses.table(store.resource, [obj], include, list_rv=rv))
             return responses.json_response(obj)
-        if self._needs_namespace_for_list(info, store):
+        if info.subresource:  # subresources are read one object at a time
             raise errors.route_not_found()
         options = parse_list_options(store.resource, query)
         page = await store.list(info.namespace, options)
@@ -95,10 +95,6 @@ class ResourceHandler:
             return responses.json_response(responses.table(store.resource, page.objects, include,
                                                            list_rv=str(page.revision), page=page))
         return responses.json_response(responses.list_object(store.resource, page))
-
-    @staticmethod
-    def _needs_namespace_for_list(info: RequestInfo, store: ResourceStore) -> bool:
-        return bool(info.subresource)
 
     def _watch(self, request: Request, info: RequestInfo, store: ResourceStore, as_table: bool,
                include: str) -> Response:

@@ -11,7 +11,7 @@ import pytest
 
 from minikube_py.store.etcd import EtcdStorage
 from tests.apiserver.test_list_watch import Watcher
-from tests.apiserver.test_rest import configmap, pod, pods_url
+from tests.apiserver.test_rest import configmap, pods_url
 
 
 def assert_status(r: httpx.Response, code: int, reason: str) -> dict:

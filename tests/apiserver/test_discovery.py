@@ -76,3 +76,17 @@ def test_single_object_as_table(api: httpx.Client, namespace: str) -> None:
     table = api.get(pods_url(namespace, "one"), headers={"Accept": TABLE},
                     params={"includeObject": "Object"}).json()
     assert len(table["rows"]) == 1 and table["rows"][0]["object"]["kind"] == "Pod"
+
+
+def test_openapi_v3_lets_kubectl_validate_on_the_server(api: httpx.Client) -> None:
+    index = api.get("/openapi/v3").json()["paths"]
+    url = index["apis/apps/v1"]["serverRelativeURL"]
+    r = api.get(url)
+    assert r.status_code == 200 and r.headers["etag"]
+    doc = r.json()
+    patch = doc["paths"]["/apis/apps/v1/namespaces/{namespace}/deployments/{name}"]["patch"]
+    assert patch["x-kubernetes-group-version-kind"] == {"group": "apps", "version": "v1", "kind": "Deployment"}
+    assert {"name": "fieldValidation", "in": "query"}.items() <= patch["parameters"][0].items()
+    schema = doc["components"]["schemas"]["io.k8s.api.apps.v1.Deployment"]
+    assert schema["x-kubernetes-group-version-kind"] == [{"group": "apps", "version": "v1", "kind": "Deployment"}]
+    assert api.get("/openapi/v3/apis/nope/v1").status_code == 404

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from minikube_py.api.defaults import apply_defaults, prepare_for_create, qos_class
+from minikube_py.api.defaults import apply_defaults, prepare_for_create, prepare_for_update, qos_class
 from minikube_py.api.defaults.workloads import job_selector
 from minikube_py.api.kinds import Resource, default_registry
 
@@ -330,6 +330,42 @@ def test_prepare_for_create(case: str, gvr: tuple[str, str, str], obj: dict[str,
     prepare_for_create(res(*gvr), obj)
     for path, value in expected.items():
         assert get(obj, path) == value, path
+
+
+def test_a_gated_pod_says_why_it_is_not_scheduled() -> None:
+    obj = pod(schedulingGates=[{"name": "example.com/quota"}])
+    prepare_for_create(PODS, obj)
+    assert obj["status"]["conditions"][0]["reason"] == "SchedulingGated"
+
+
+UPDATE_CASES = [
+    ("an omitted cluster IP is carried over", {"clusterIP": "10.96.0.10", "clusterIPs": ["10.96.0.10"]}, {},
+     {"spec.clusterIP": "10.96.0.10", "spec.clusterIPs": ["10.96.0.10"]}),
+    ("a changed cluster IP is mirrored into cluster IPs", {"clusterIP": "10.96.0.10", "clusterIPs": ["10.96.0.10"]},
+     {"clusterIP": "10.96.0.11", "clusterIPs": ["10.96.0.10"]}, {"spec.clusterIPs": ["10.96.0.11"]}),
+    ("an omitted node port is carried over", {"type": "NodePort", "ports": [{"port": 80, "nodePort": 30080}]},
+     {"type": "NodePort", "ports": [{"port": 80}]}, {"spec.ports.0.nodePort": 30080}),
+    ("a health check port is carried over", {"type": "LoadBalancer", "externalTrafficPolicy": "Local",
+                                             "healthCheckNodePort": 31000},
+     {"type": "LoadBalancer", "externalTrafficPolicy": "Local"}, {"spec.healthCheckNodePort": 31000}),
+]
+
+
+@pytest.mark.parametrize("case, old_spec, new_spec, expected", UPDATE_CASES, ids=[c[0] for c in UPDATE_CASES])
+def test_service_updates_keep_allocations(case: str, old_spec: dict[str, Any], new_spec: dict[str, Any],
+                                          expected: dict[str, Any]) -> None:
+    old = defaulted(SERVICES, service(**old_spec))
+    new = defaulted(SERVICES, service(**new_spec))
+    prepare_for_update(SERVICES, new, old)
+    for path, value in expected.items():
+        assert get(new, path) == value, path
+
+
+def test_namespace_finalizers_only_change_through_finalize() -> None:
+    namespaces = res("", "v1", "namespaces")
+    new = {"metadata": {"name": "dev"}, "spec": {"finalizers": []}}
+    prepare_for_update(namespaces, new, {"metadata": {"name": "dev"}, "spec": {"finalizers": ["kubernetes"]}})
+    assert new["spec"]["finalizers"] == ["kubernetes"]
 
 
 def test_the_kubernetes_finalizer_is_added_once() -> None:

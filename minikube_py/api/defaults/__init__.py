@@ -23,8 +23,12 @@ from typing import Any
 from minikube_py.api.defaults import core, groups, workloads
 from minikube_py.api.defaults.fields import child, dicts, set_default
 from minikube_py.api.defaults.pod import pod_only, pod_spec
+from minikube_py.api.defaults.workloads import job_selector, label_selector_from_template
 from minikube_py.api.kinds import Resource
 from minikube_py.api.validation.quantity import QuantityError, parse_quantity
+
+__all__ = ["apply_defaults", "job_selector", "label_selector_from_template", "prepare_for_create",
+           "prepare_for_update", "qos_class"]
 
 Defaulter = Callable[[dict[str, Any]], None]
 
@@ -117,6 +121,11 @@ def _namespace_on_create(obj: dict[str, Any]) -> None:
 
 def _pod_on_create(obj: dict[str, Any]) -> None:
     obj["status"] = {"phase": "Pending", "qosClass": qos_class(obj)}
+    if child(obj, "spec", create=False).get("schedulingGates"):
+        # Tells users (and `kubectl get pods`: SchedulingGated) why the scheduler leaves the pod alone.
+        obj["status"]["conditions"] = [{"type": "PodScheduled", "status": "False", "lastProbeTime": None,
+                                        "lastTransitionTime": None, "reason": "SchedulingGated",
+                                        "message": "Scheduling is blocked due to non-empty scheduling gates"}]
 
 
 def _crd_on_create(obj: dict[str, Any]) -> None:

@@ -74,20 +74,29 @@ def daemon_set(obj: dict[str, Any]) -> None:
     pod_template(child(spec, "template"))
 
 
+def label_selector_from_template(obj: dict[str, Any]) -> None:
+    """Give a ReplicationController its template's labels as selector and as own labels, where unset.
+
+    The one controller whose selector kube still derives: the apps/v1 ones must state theirs, so that a typo
+    in a label is an error rather than a controller silently selecting the wrong pods.
+    """
+    template = obj["spec"].get("template") if isinstance(obj.get("spec"), dict) else None
+    labels = child(template, "metadata", create=False).get("labels") if isinstance(template, dict) else None
+    if not isinstance(labels, dict):
+        return
+    if not obj["spec"].get("selector"):
+        obj["spec"]["selector"] = dict(labels)
+    metadata = child(obj, "metadata")
+    if not metadata.get("labels"):
+        metadata["labels"] = dict(labels)
+
+
 def replication_controller(obj: dict[str, Any]) -> None:
     spec = child(obj, "spec")
-    template = spec.get("template")
-    labels = child(template, "metadata", create=False).get("labels") if isinstance(template, dict) else None
-    # The one controller whose selector (and own labels) kube still derives from the template.
-    if isinstance(labels, dict):
-        if not spec.get("selector"):
-            spec["selector"] = dict(labels)
-        metadata = child(obj, "metadata")
-        if not metadata.get("labels"):
-            metadata["labels"] = dict(labels)
+    label_selector_from_template(obj)
     set_default(spec, "replicas", 1)
-    if isinstance(template, dict):
-        pod_template(template)
+    if isinstance(spec.get("template"), dict):
+        pod_template(spec["template"])
 
 
 def pod_template_object(obj: dict[str, Any]) -> None:

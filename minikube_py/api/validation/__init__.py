@@ -1,9 +1,9 @@
 """Validation: kube's per-kind rules for what an object may contain and how an update may change it.
 
 Where it sits: decode → defaults → **validation** → storage. The apiserver calls `validate_create` on a new
-object after defaulting (and after `defaults.prepare_for_create`, the name generation and the uid), and
-`validate_update` on an update after defaulting, with the old object; a non-empty result becomes a
-422 Invalid response through `errors.invalid_object`. Field paths and messages are kube 1.32's, so kubectl
+object after defaulting, name generation, the uid, `defaults.prepare_for_create` (and, for Jobs,
+`defaults.job_selector`), and `validate_update` on an update after defaulting and `defaults.prepare_for_update`,
+with the old object; a non-empty result becomes a 422 Invalid response through `errors.invalid_object`. Field paths and messages are kube 1.32's, so kubectl
 prints the same `The Deployment "web" is invalid: spec.template.metadata.labels: Invalid value: ...`.
 
 Usage rules:

@@ -109,7 +109,3 @@ def node_port_range(storage: Storage, spec: str) -> Range:
     except ValueError:
         raise ValueError(f"invalid service node port range {spec!r}, want e.g. 30000-32767") from None
     return Range(storage, PORT_PREFIX, low, high - low + 1, str, _parse_port)
-
-
-def first_service_ip(cidr: str) -> str:
-    return str(next(ipaddress.ip_network(cidr, strict=False).hosts()))

@@ -110,7 +110,7 @@ class ServiceStrategy(Strategy):
             else:
                 ip = await self.ips.allocate_next(_owner(obj))
         except AllocationError as exc:
-            raise self._invalid(obj, "spec.clusterIPs", [wanted], f"failed to allocate IP {wanted}: {exc}")
+            raise self._invalid(obj, "spec.clusterIPs", [wanted], f"failed to allocate IP {wanted}: {exc}") from None
         claimed.append((self.ips, ip))
         spec["clusterIP"], spec["clusterIPs"] = ip, [ip]
 
@@ -130,7 +130,7 @@ class ServiceStrategy(Strategy):
                 else:
                     value = await self.ports.allocate_next(_owner(obj))
             except AllocationError as exc:
-                raise self._invalid(obj, f"spec.ports[{i}].nodePort", int(wanted) if wanted else 0, str(exc))
+                raise self._invalid(obj, f"spec.ports[{i}].nodePort", int(wanted) if wanted else 0, str(exc)) from None
             claimed.append((self.ports, value))
             port["nodePort"] = int(value)
 
