@@ -21,13 +21,13 @@ import httpx
 import yaml
 
 from minikube_py.auth import pki
-from minikube_py.store.etcd_server import EtcdServer, free_port
+from minikube_py.store.etcd_server import EtcdCluster, EtcdServer, free_port
 
 READY_TIMEOUT = 30.0
 
 
 class ControlPlane:
-    def __init__(self, *, extra_args: tuple[str, ...] = (), etcd: EtcdServer | None = None) -> None:
+    def __init__(self, *, extra_args: tuple[str, ...] = (), etcd: EtcdServer | EtcdCluster | None = None) -> None:
         self.workdir = Path(tempfile.mkdtemp(prefix="mkpy-cp-"))
         self.etcd = etcd or EtcdServer(workdir=self.workdir / "etcd")
         self.port = free_port()
@@ -45,6 +45,12 @@ class ControlPlane:
         self._write_kubeconfig()
 
     @property
+    def etcd_endpoints(self) -> list[str]:
+        if isinstance(self.etcd, EtcdCluster):
+            return self.etcd.endpoints
+        return [self.etcd.endpoint]
+
+    @property
     def url(self) -> str:
         return f"https://127.0.0.1:{self.port}"
 
@@ -54,13 +60,13 @@ class ControlPlane:
 
     def argv(self) -> list[str]:
         return [sys.executable, "-m", "minikube_py.cli.main", "apiserver",
-                f"--etcd-servers={self.etcd.endpoint}", "--bind-address=127.0.0.1",
+                f"--etcd-servers={','.join(self.etcd_endpoints)}", "--bind-address=127.0.0.1",
                 f"--secure-port={self.port}", f"--tls-cert-file={self.serving.cert_path}",
                 f"--tls-private-key-file={self.serving.key_path}", f"--client-ca-file={self.ca_file}",
                 *self.extra_args]
 
     def start(self) -> ControlPlane:
-        if not self.etcd.running:
+        if isinstance(self.etcd, EtcdCluster) or not self.etcd.running:
             self.etcd.start()
         self.start_apiserver()
         return self

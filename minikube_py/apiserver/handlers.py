@@ -173,7 +173,9 @@ class ResourceHandler:
                 scaled = patch.apply_patch(content_type, to_scale(live), patch_body)
                 live.setdefault("spec", {})["replicas"] = (scaled.get("spec") or {}).get("replicas")
                 return live
-            return patch.apply_patch(content_type, live, patch_body)
+            patched = patch.apply_patch(content_type, live, patch_body)
+            negotiation.check_object_meta(patched.setdefault("metadata", {}))
+            return patched
 
         updated = await store.guaranteed_update(info.namespace, info.name, apply, precondition=precondition,
                                                 subresource="" if sub == "scale" else sub, dry_run=dry_run)
@@ -239,8 +241,7 @@ def check_type(obj: dict[str, Any], resource: Resource) -> None:
     if kind not in (None, "") and kind != resource.kind:
         raise errors.bad_request(f"the kind in the data ({kind}) does not match the expected kind "
                                  f"({resource.kind})")
-    if not isinstance(obj.get("metadata", {}), dict):
-        raise errors.bad_request("the object provided is unrecognized: metadata must be an object")
+    negotiation.check_object_meta(obj.setdefault("metadata", {}))
     obj["apiVersion"], obj["kind"] = resource.api_version, resource.kind
 
 

@@ -92,3 +92,38 @@ def _json_error(exc: orjson.JSONDecodeError) -> str:
 def check_body_size(length_header: str | None, limit: int) -> None:
     if length_header is not None and length_header.isdigit() and int(length_header) > limit:
         raise errors.too_large(limit)
+
+
+_META_STRINGS = ("name", "generateName", "namespace", "uid", "resourceVersion", "selfLink")
+_META_MAPS = ("labels", "annotations")
+
+
+def check_object_meta(meta: Any) -> None:
+    """Refuse wrongly typed ObjectMeta fields with 400, as decoding into kube's typed ObjectMeta does."""
+    if not isinstance(meta, dict):
+        raise _type_error("metadata", "ObjectMeta", meta)
+    for field in _META_STRINGS:
+        if meta.get(field) is not None and not isinstance(meta[field], str):
+            raise _type_error(f"metadata.{field}", "string", meta[field])
+    for field in _META_MAPS:
+        value = meta.get(field)
+        if value is not None and (not isinstance(value, dict) or
+                                  not all(isinstance(v, str) for v in value.values())):
+            raise _type_error(f"metadata.{field}", "map[string]string", value)
+    finalizers = meta.get("finalizers")
+    if finalizers is not None and (not isinstance(finalizers, list) or
+                                   not all(isinstance(f, str) for f in finalizers)):
+        raise _type_error("metadata.finalizers", "[]string", finalizers)
+    owners = meta.get("ownerReferences")
+    if owners is not None and (not isinstance(owners, list) or not all(isinstance(o, dict) for o in owners)):
+        raise _type_error("metadata.ownerReferences", "[]OwnerReference", owners)
+    generation = meta.get("generation")
+    if generation is not None and (not isinstance(generation, int) or isinstance(generation, bool)):
+        raise _type_error("metadata.generation", "int64", generation)
+
+
+def _type_error(field: str, wanted: str, value: Any) -> errors.APIError:
+    got = {dict: "object", list: "array", str: "string", bool: "bool", int: "number", float: "number"}.get(
+        type(value), "null")
+    return errors.bad_request(f"the object provided is unrecognized: cannot unmarshal {got} into field "
+                              f"{field} of type {wanted}")

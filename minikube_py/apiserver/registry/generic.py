@@ -18,8 +18,9 @@ The resourceVersion of every object is the etcd revision that last wrote it.
 
 from __future__ import annotations
 
+import contextlib
 import copy
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
 
 from ...api import errors
@@ -88,13 +89,14 @@ class ResourceStore:
         reconciler writes the `kubernetes` Endpoints straight to storage, even with a loopback address)."""
         meta = codec.meta(obj)
         self._set_namespace(meta, namespace)
-        if not meta.get("name") and meta.get("generateName"):
-            meta["name"] = codec.generate_name(str(meta["generateName"]))
-        self._fill_new_metadata(meta)
-        self.strategy.prepare_for_create(obj)
-        apply_defaults(self.resource, obj)
-        if validate:
-            self._validate(obj, validate_create(self.resource, obj))
+        with decoding_errors():
+            if not meta.get("name") and meta.get("generateName"):
+                meta["name"] = codec.generate_name(str(meta["generateName"]))
+            self._fill_new_metadata(meta)
+            self.strategy.prepare_for_create(obj)
+            apply_defaults(self.resource, obj)
+            if validate:
+                self._validate(obj, validate_create(self.resource, obj))
         if self.resource.namespaced and self.namespace_check is not None:
             await self.namespace_check(namespace)
         await self.strategy.before_create(obj, dry_run)
@@ -162,7 +164,8 @@ class ResourceStore:
             if precondition and precondition != str(kv.mod_revision):
                 raise errors.stale_update(self.resource.group_resource, name)
             old = self.decode(kv)
-            new = self._prepare_update(mutate(copy.deepcopy(old)), old, subresource)
+            with decoding_errors():
+                new = self._prepare_update(mutate(copy.deepcopy(old)), old, subresource)
             if new == old:
                 return old
             try:
@@ -208,7 +211,8 @@ class ResourceStore:
                             subresource: str, dry_run: bool) -> dict[str, Any]:
         # a binding is the one sanctioned change to a pod's nodeName, which pod validation forbids
         if subresource != "binding":
-            self._validate(new, validate_update(self.resource, new, old))
+            with decoding_errors():
+                self._validate(new, validate_update(self.resource, new, old))
         if dry_run:
             return new
         meta = new["metadata"]
@@ -273,6 +277,16 @@ class ResourceStore:
             raise errors.not_found(self.resource.group_resource, obj["metadata"]["name"]) from None
         await self.strategy.after_delete(obj)
         return codec.with_revision(obj, prev.mod_revision)
+
+
+@contextlib.contextmanager
+def decoding_errors() -> Iterator[None]:
+    """Treat a wrongly typed field met while preparing an object as a bad request, as kube's typed decoder
+    would have refused it before any of this code ran."""
+    try:
+        yield
+    except (TypeError, AttributeError, ValueError, KeyError, IndexError) as exc:
+        raise errors.bad_request(f"the object provided is unrecognized: a field has the wrong type ({exc})") from None
 
 
 def _spec_of(obj: dict[str, Any]) -> dict[str, Any]:
