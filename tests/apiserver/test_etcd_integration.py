@@ -41,3 +41,32 @@ def test_periodic_compaction_expires_old_resource_versions() -> None:
             assert status == 410, "history at the old revision was never compacted"
     finally:
         cp.stop()
+
+
+def test_concurrent_service_creates_never_share_an_address() -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    cp = ControlPlane(extra_args=("--service-cluster-ip-range=10.0.0.0/28",
+                                  "--service-node-port-range=30000-30009")).start()
+    try:
+        def create(i: int) -> dict:
+            with cp.client() as api:
+                svc = {"metadata": {"name": f"s{i}"}, "spec": {"type": "NodePort", "ports": [{"port": 80}]}}
+                r = api.post("/api/v1/namespaces/default/services", json=svc)
+                assert r.status_code in (201, 422), r.text
+                return r.json()
+
+        with ThreadPoolExecutor(8) as pool:
+            results = list(pool.map(create, range(16)))
+        created = [r for r in results if r.get("kind") == "Service"]
+        ips = [s["spec"]["clusterIP"] for s in created]
+        ports = [s["spec"]["ports"][0]["nodePort"] for s in created]
+        assert len(created) == 10  # ten node ports in the range; the IP range has room for thirteen
+        assert len(set(ips)) == len(ips) and "10.0.0.1" not in ips
+        assert len(set(ports)) == len(ports) and all(30000 <= p <= 30009 for p in ports)
+        with cp.client() as api:  # the losers left nothing claimed: after deleting one, one more fits
+            api.delete(f"/api/v1/namespaces/default/services/{created[0]['metadata']['name']}")
+            again = create(99)
+            assert again.get("kind") == "Service"
+    finally:
+        cp.stop()
