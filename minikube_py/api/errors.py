@@ -58,7 +58,7 @@ def forbidden(path: str, detail: str) -> FieldError:
 
 
 def too_long(path: str, limit: int) -> FieldError:
-    return FieldError("FieldValueTooLong", path, f"Too long: must have at most {limit} bytes")
+    return FieldError("FieldValueTooLong", path, f"Too long: may not be more than {limit} bytes")
 
 
 def _json_scalar(value: Any) -> str:
@@ -167,7 +167,7 @@ def namespace_forbidden(resource: str, name: str, why: str) -> APIError:
 
 
 def method_not_allowed(verb: str) -> APIError:
-    return APIError(405, "MethodNotAllowed", f"the server does not allow this method on the requested resource",
+    return APIError(405, "MethodNotAllowed", "the server does not allow this method on the requested resource",
                     {})
 
 
@@ -185,10 +185,8 @@ def too_large(limit: int) -> APIError:
 
 
 def unsupported_media_type(content_type: str, supported: list[str]) -> APIError:
-    msg = (f'the body of the request was in an unknown format - accepted media types include: '
+    msg = ("the body of the request was in an unknown format - accepted media types include: "
            f"{', '.join(supported)}")
-    if content_type:
-        msg = f'{msg}'
     return APIError(415, "UnsupportedMediaType", msg, {})
 
 

@@ -200,6 +200,11 @@ def test_the_job_selector_is_generated_from_the_uid() -> None:
         "batch.kubernetes.io/controller-uid": "u-1"}
 
 
+def test_defaulting_generates_the_selector_of_a_job_being_created() -> None:
+    obj = defaulted(JOBS, {"metadata": {"name": "pi", "uid": "u-1"}, "spec": {"template": template()}})
+    assert obj["spec"]["selector"] == {"matchLabels": {"batch.kubernetes.io/controller-uid": "u-1"}}
+
+
 def test_a_manual_job_selector_is_left_alone() -> None:
     obj = {"metadata": {"name": "pi", "uid": "u-1"}, "spec": {"manualSelector": True, "template": template()}}
     job_selector(obj)
@@ -278,6 +283,12 @@ CORE_CASES = [
     ("a CRD derives its singular and list kind", ("apiextensions.k8s.io", "v1", "customresourcedefinitions"),
      {"spec": {"names": {"kind": "Widget", "plural": "widgets"}}},
      {"spec.names.singular": "widget", "spec.names.listKind": "WidgetList", "spec.conversion": {"strategy": "None"}}),
+    ("a new CRD records its storage version", ("apiextensions.k8s.io", "v1", "customresourcedefinitions"),
+     {"spec": {"versions": [{"name": "v1alpha1", "storage": False}, {"name": "v1", "storage": True}]}},
+     {"status": {"acceptedNames": {"plural": "", "kind": ""}, "storedVersions": ["v1"]}}),
+    ("stored versions already recorded are kept", ("apiextensions.k8s.io", "v1", "customresourcedefinitions"),
+     {"spec": {"versions": [{"name": "v2", "storage": True}]}, "status": {"storedVersions": ["v1", "v2"]}},
+     {"status.storedVersions": ["v1", "v2"]}),
 ]
 
 
@@ -318,9 +329,6 @@ CREATE_CASES = [
     ("a new namespace gets the kubernetes finalizer", ("", "v1", "namespaces"), {"spec": {}},
      {"spec.finalizers": ["kubernetes"], "status": {"phase": "Active"}}),
     ("a new pod is pending", ("", "v1", "pods"), pod(), {"status": {"phase": "Pending", "qosClass": "BestEffort"}}),
-    ("a new CRD stores its storage version", ("apiextensions.k8s.io", "v1", "customresourcedefinitions"),
-     {"spec": {"versions": [{"name": "v1alpha1", "storage": False}, {"name": "v1", "storage": True}]}},
-     {"status": {"acceptedNames": {"plural": "", "kind": ""}, "storedVersions": ["v1"]}}),
 ]
 
 

@@ -181,6 +181,10 @@ POD_CASES = [
      ["spec.containers[0].env[0].name"]),
     ("an env var takes a value or a source", lambda: pod(container(env=[{"name": "A", "value": "1", "valueFrom": {
         "fieldRef": {"fieldPath": "metadata.name"}}}])), ["spec.containers[0].env[0].valueFrom"]),
+    ("env vars may only read some pod fields", lambda: pod(container(env=[{"name": "A", "valueFrom": {
+        "fieldRef": {"fieldPath": "status.phase"}}}])), ["spec.containers[0].env[0].valueFrom.fieldRef.fieldPath"]),
+    ("env vars may read a label", lambda: pod(container(env=[{"name": "A", "valueFrom": {
+        "fieldRef": {"fieldPath": "metadata.labels['app']"}}}])), []),
     ("tolerations with an empty key must use Exists", lambda: pod(tolerations=[{"operator": "Equal"}]),
      ["spec.tolerations[0].operator"]),
     ("toleration seconds are for NoExecute only", lambda: pod(tolerations=[
@@ -464,6 +468,13 @@ SERVICE_CASES = [
 @pytest.mark.parametrize("case, build, expected", SERVICE_CASES, ids=[c[0] for c in SERVICE_CASES])
 def test_service_create(case: str, build: Callable[[], Obj], expected: list[str]) -> None:
     assert fields(check(("", "v1", "services"), build())) == expected
+
+
+def test_client_ip_affinity_times_out_within_a_day() -> None:
+    obj = service(sessionAffinity="ClientIP", sessionAffinityConfig={"clientIP": {"timeoutSeconds": 90000}})
+    assert messages(check(("", "v1", "services"), obj)) == [
+        "spec.sessionAffinityConfig.clientIP.timeoutSeconds: Invalid value: 90000: must be greater than 0 and less "
+        "than 86400"]
 
 
 @pytest.mark.parametrize("case, old_spec, new_spec, expected", [

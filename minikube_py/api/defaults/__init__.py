@@ -128,15 +128,9 @@ def _pod_on_create(obj: dict[str, Any]) -> None:
                                         "message": "Scheduling is blocked due to non-empty scheduling gates"}]
 
 
-def _crd_on_create(obj: dict[str, Any]) -> None:
-    stored = [v.get("name") for v in dicts(child(obj, "spec"), "versions") if v.get("storage") is True][:1]
-    obj["status"] = {"acceptedNames": {"plural": "", "kind": ""}, "storedVersions": stored}
-
-
 _CREATE_PREPARERS: dict[str, Defaulter] = {
     "namespaces": _namespace_on_create,
     "pods": _pod_on_create,
-    "customresourcedefinitions.apiextensions.k8s.io": _crd_on_create,
 }
 
 

@@ -1,6 +1,7 @@
 """Defaults for the smaller API groups: scheduling, autoscaling, networking, discovery, RBAC, apiextensions.
 
-HorizontalPodAutoscalers are defaulted at the version they arrive in: autoscaling/v1 only gets `minReplicas`
+A CustomResourceDefinition also gets the status shape kube gives a new one (`acceptedNames` and the storage
+version in `storedVersions`). HorizontalPodAutoscalers are defaulted at the version they arrive in: autoscaling/v1 only gets `minReplicas`
 (its implicit 80% CPU target is added by conversion to v2, see `api/conversion.py`), autoscaling/v2 also gets
 that CPU metric and, when a `behavior` is given, the missing scaling rules — kube leaves `behavior` unset
 otherwise, and the controller applies the same rules implicitly.
@@ -104,3 +105,9 @@ def custom_resource_definition(obj: dict[str, Any]) -> None:
                     create=False)
     if service:
         set_default(service, "port", 443)
+    # The status a new CRD shows before the CRD controllers accept its names: kube's registry starts it with the
+    # storage version recorded, which later updates keep (status is the controllers' to change).
+    status = child(obj, "status")
+    set_default(status, "acceptedNames", {"plural": "", "kind": ""})
+    if status.get("storedVersions") is None:
+        status["storedVersions"] = [v.get("name") for v in dicts(spec, "versions") if v.get("storage") is True][:1]

@@ -1,9 +1,9 @@
 """Defaults for the workload controllers: apps/v1, batch/v1, ReplicationController and PodTemplate.
 
 Each function takes the whole object. Templates get the PodSpec defaults (`pod.pod_template`) but never the
-Pod-only ones. Two things kube deliberately does *not* default here, and neither do we: the selector of an
-apps/v1 controller (it is required, so a typo in labels is an error rather than a silent mismatch), and the
-Job selector, which the Job registry generates from the object's uid at create time (see `job_selector`).
+Pod-only ones. kube deliberately does *not* default the selector of an apps/v1 controller (it is required, so
+a typo in labels is an error rather than a silent mismatch). A Job's selector is generated from the Job's uid
+(`job_selector`, kube's Job registry does it at create time); defaulting does it too once the uid is set.
 """
 
 from __future__ import annotations
@@ -123,6 +123,9 @@ def job(obj: dict[str, Any]) -> None:
                 set_default(pattern, "status", "True")
     set_default(spec, "podReplacementPolicy", "Failed" if failure_policy is not None else "TerminatingOrFailed")
     pod_template(child(spec, "template"))
+    if spec.get("selector") is None:
+        # Only a Job being created has a uid but no selector yet: generate it as the Job registry does.
+        job_selector(obj)
 
 
 def cron_job(obj: dict[str, Any]) -> None:

@@ -8,6 +8,7 @@ set of functions serves Pods and every pod template.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from minikube_py.api import names
@@ -33,6 +34,11 @@ _STANDARD_RESOURCES = frozenset(_CONTAINER_RESOURCES + tuple(f"{p}.{r}" for p in
     "pods", "services", "replicationcontrollers", "resourcequotas", "secrets", "configmaps",
     "persistentvolumeclaims", "storage", "requests.storage", "services.nodeports", "services.loadbalancers"))
 _MAX_INT32 = 2**31 - 1
+_ENV_FIELD_PATHS = sorted(("metadata.name", "metadata.namespace", "metadata.uid", "spec.nodeName",
+                           "spec.serviceAccountName", "status.hostIP", "status.hostIPs", "status.podIP",
+                           "status.podIPs"))
+_CONVERTIBLE_FIELD_PATHS = frozenset(_ENV_FIELD_PATHS) | {"metadata.labels", "metadata.annotations",
+                                                          "spec.restartPolicy", "spec.schedulerName", "status.phase"}
 
 
 def container_common(ctr: dict[str, Any], volumes: set[str], path: str) -> list[FieldError]:
@@ -124,11 +130,7 @@ def _value_from(var: dict[str, Any], path: str) -> list[FieldError]:
         if kind in kinds:
             errs += _key_selector(as_dict(source[kind]), f"{path}.{kind}")
     if "fieldRef" in kinds:
-        ref = as_dict(source["fieldRef"])
-        for key in ("apiVersion", "fieldPath"):
-            if not ref.get(key):
-                errs.append(required(f"{path}.fieldRef.{key}"))
-                break
+        errs += _field_ref(as_dict(source["fieldRef"]), f"{path}.fieldRef")
     if not kinds:
         errs.append(invalid(path, "", "must specify one of: `fieldRef`, `resourceFieldRef`, `configMapKeyRef` "
                                       "or `secretKeyRef`"))
@@ -137,6 +139,24 @@ def _value_from(var: dict[str, Any], path: str) -> list[FieldError]:
     elif len(kinds) > 1:
         errs.append(invalid(path, "", "may not have more than one field specified at a time"))
     return errs
+
+
+def _field_ref(ref: dict[str, Any], path: str) -> list[FieldError]:
+    """A downward API field of the pod itself, as an env var may read it."""
+    for key in ("apiVersion", "fieldPath"):
+        if not ref.get(key):
+            return [required(f"{path}.{key}")]
+    field = str(ref["fieldPath"])
+    subscript = re.fullmatch(r"metadata\.(labels|annotations)\['(.*)'\]", field)
+    if subscript:
+        key = subscript.group(2).lower() if subscript.group(1) == "annotations" else subscript.group(2)
+        return [invalid_value(path, key, m) for m in names.is_qualified_name(key)]
+    if field not in _CONVERTIBLE_FIELD_PATHS:
+        return [invalid_value(f"{path}.fieldPath", field, f"error converting fieldPath: field label not supported: "
+                                                          f"{field}")]
+    if field not in _ENV_FIELD_PATHS:
+        return [not_supported(f"{path}.fieldPath", field, _ENV_FIELD_PATHS)]
+    return []
 
 
 def _key_selector(selector: dict[str, Any], path: str) -> list[FieldError]:

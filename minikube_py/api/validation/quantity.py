@@ -47,14 +47,6 @@ def parse_quantity(value: object) -> Fraction:
     raise QuantityError("unable to parse quantity's suffix")
 
 
-def is_quantity(value: object) -> bool:
-    try:
-        parse_quantity(value)
-    except (QuantityError, ValueError, ZeroDivisionError):
-        return False
-    return True
-
-
 def canonical(value: object) -> str:
     """`Quantity.String()`: the shortest exact form in the input's suffix family."""
     if isinstance(value, int | float) and not isinstance(value, bool):

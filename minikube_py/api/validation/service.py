@@ -119,13 +119,17 @@ def _session_affinity(spec: dict[str, Any]) -> list[FieldError]:
     if affinity != "ClientIP":
         return errs
     path, reason = "spec.sessionAffinityConfig", "when session affinity type is ClientIP"
-    for key in ("", "clientIP", "timeoutSeconds"):
-        path = f"{path}.{key}" if key else path
-        config = as_dict(config).get(key) if key else config
-        if config is None:
-            return errs + [required(path, reason)]
-    if not 0 < as_int(config) <= _MAX_AFFINITY_SECONDS:
-        errs.append(invalid(path, config, f"must be greater than 0 and less than {_MAX_AFFINITY_SECONDS}"))
+    client_ip = as_dict(config).get("clientIP")
+    timeout = as_dict(client_ip).get("timeoutSeconds")
+    if config is None:
+        return errs + [required(path, reason)]
+    if client_ip is None:
+        return errs + [required(f"{path}.clientIP", reason)]
+    if timeout is None:
+        return errs + [required(f"{path}.clientIP.timeoutSeconds", reason)]
+    if not 0 < as_int(timeout) <= _MAX_AFFINITY_SECONDS:
+        errs.append(invalid(f"{path}.clientIP.timeoutSeconds", timeout,
+                            f"must be greater than 0 and less than {_MAX_AFFINITY_SECONDS}"))
     return errs
 
 

@@ -25,7 +25,7 @@ from typing import Any
 
 from ...api import errors
 from ...api.conversion import from_storage, to_storage
-from ...api.defaults import apply_defaults
+from ...api.defaults import apply_defaults, prepare_for_create, prepare_for_update
 from ...api.kinds import Resource
 from ...api.validation import validate_create, validate_update
 from ...store.errors import ConflictError, KeyExistsError, KeyNotFoundError
@@ -64,6 +64,12 @@ class ResourceStore:
         """A stored value as an object of this resource's version, with its resourceVersion."""
         return from_storage(self.resource, codec.decode(kv))
 
+    def as_stored(self, obj: dict[str, Any], revision: int) -> dict[str, Any]:
+        """`obj` as a later read will return it: through the storage version, with its resourceVersion."""
+        if self.resource.storage_version:
+            obj = from_storage(self.resource, to_storage(self.resource, obj))
+        return codec.with_revision(obj, revision)
+
     def encode(self, obj: dict[str, Any]) -> bytes:
         """The value to store; drops `resourceVersion` from `obj` (callers set it again from the write)."""
         if self.resource.storage_version:
@@ -94,6 +100,7 @@ class ResourceStore:
                 meta["name"] = codec.generate_name(str(meta["generateName"]))
             self._fill_new_metadata(meta)
             self.strategy.prepare_for_create(obj)
+            prepare_for_create(self.resource, obj)
             apply_defaults(self.resource, obj)
             if validate:
                 self._validate(obj, validate_create(self.resource, obj))
@@ -110,7 +117,7 @@ class ResourceStore:
         except BaseException:
             await self.strategy.after_delete(obj)
             raise
-        return codec.with_revision(obj, revision)
+        return self.as_stored(obj, revision)
 
     def _set_namespace(self, meta: dict[str, Any], namespace: str) -> None:
         if not self.resource.namespaced:
@@ -195,8 +202,9 @@ class ResourceStore:
             new_meta["namespace"] = old_meta.get("namespace")
         new.setdefault("apiVersion", old.get("apiVersion"))
         new.setdefault("kind", old.get("kind"))
-        self.strategy.prepare_for_update(new, old)
         apply_defaults(self.resource, new)
+        if not subresource:  # subresources (status, finalize, binding) have their own rules
+            prepare_for_update(self.resource, new, old)
         self._bump_generation(new, old)
         return new
 
@@ -227,7 +235,7 @@ class ResourceStore:
             await self.strategy.after_update(old, new)  # give back what before_update claimed
             raise
         await self.strategy.after_update(new, old)
-        return codec.with_revision(new, revision)
+        return self.as_stored(new, revision)
 
     # delete ---------------------------------------------------------------------------------------
 

@@ -3,8 +3,8 @@ delete.
 
 A Service of type ClusterIP, NodePort or LoadBalancer gets a cluster IP from the service CIDR (an explicit
 `spec.clusterIP` is claimed as given; `None` makes a headless service); NodePort and LoadBalancer services
-also get a node port per service port. An update that leaves `clusterIP` or a `nodePort` empty keeps the
-allocated value, as kube does, so `kubectl apply` of a manifest without them does not change them.
+also get a node port per service port. (An update that leaves `clusterIP` or a `nodePort` empty keeps the allocated
+value; that carry-over is in `api/defaults`.)
 """
 
 from __future__ import annotations
@@ -39,19 +39,6 @@ class ServiceStrategy(Strategy):
 
     def prepare_for_create(self, obj: dict[str, Any]) -> None:
         obj["status"] = {"loadBalancer": {}}
-
-    def prepare_for_update(self, new: dict[str, Any], old: dict[str, Any]) -> None:
-        new_spec, old_spec = new.setdefault("spec", {}), old.get("spec") or {}
-        if not new_spec.get("clusterIP") and old_spec.get("clusterIP") and _wants_cluster_ip(new_spec):
-            new_spec["clusterIP"] = old_spec["clusterIP"]
-            new_spec["clusterIPs"] = old_spec.get("clusterIPs") or [old_spec["clusterIP"]]
-        if new_spec.get("type") in _NODE_PORT_TYPES:
-            old_ports = {(p.get("port"), p.get("protocol", "TCP")): p.get("nodePort")
-                         for p in old_spec.get("ports") or []}
-            for port in new_spec.get("ports") or []:
-                kept = old_ports.get((port.get("port"), port.get("protocol", "TCP")))
-                if not port.get("nodePort") and kept:
-                    port["nodePort"] = kept
 
     async def before_create(self, obj: dict[str, Any], dry_run: bool) -> None:
         if dry_run:

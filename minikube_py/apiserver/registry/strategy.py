@@ -3,8 +3,8 @@
 The generic registry (`generic.py`) does what every kind shares: metadata, resourceVersion preconditions,
 status/spec separation, finalizers. A `Strategy` adds what one kind does differently:
 
-* `prepare_for_create` sets the status a new object starts with (a Pod starts `Pending` with its QoS class,
-  a Namespace `Active`; most kinds start with an empty status, whatever the client sent);
+* `prepare_for_create` resets the status a client sent with a new object (kind-specific starting values,
+  such as a Pod's `Pending` phase and QoS class, come from `api/defaults`);
 * `tracks_generation` says whether `metadata.generation` counts spec changes for this kind;
 * `graceful_delete_seconds` decides whether a delete only marks the object (pods on a node get a grace
   period for the kubelet to stop them);
@@ -41,9 +41,6 @@ class Strategy:
         if self.resource.has_status():
             obj["status"] = {}
 
-    def prepare_for_update(self, new: dict[str, Any], old: dict[str, Any]) -> None:
-        """Carry over what the server owns before the new object is validated."""
-
     def graceful_delete_seconds(self, obj: dict[str, Any], requested: int | None) -> int:
         """Seconds the object lives on after a delete request; 0 deletes it now."""
         return 0
@@ -65,9 +62,6 @@ class Strategy:
 
 
 class PodStrategy(Strategy):
-    def prepare_for_create(self, obj: dict[str, Any]) -> None:
-        obj["status"] = {"phase": "Pending", "qosClass": qos_class(obj.get("spec") or {})}
-
     def graceful_delete_seconds(self, obj: dict[str, Any], requested: int | None) -> int:
         # A pod that never reached a node, or that already finished, has nothing for a kubelet to stop.
         spec, status = obj.get("spec") or {}, obj.get("status") or {}
@@ -80,13 +74,6 @@ class PodStrategy(Strategy):
 
 
 class NamespaceStrategy(Strategy):
-    def prepare_for_create(self, obj: dict[str, Any]) -> None:
-        obj["status"] = {"phase": "Active"}
-        # the namespace controller's finalizer: content is deleted before the namespace goes
-        finalizers = obj.setdefault("spec", {}).setdefault("finalizers", [])
-        if "kubernetes" not in finalizers:
-            finalizers.append("kubernetes")
-
     def delete_keeps_object(self, obj: dict[str, Any]) -> bool:
         # The namespace controller empties a terminating namespace, then drops spec.finalizers.
         obj.setdefault("status", {})["phase"] = "Terminating"
@@ -116,21 +103,3 @@ STRATEGIES: dict[str, type[Strategy]] = {
 def strategy_for(resource: Resource) -> Strategy:
     """The strategy of a kind without outside dependencies (services get theirs in services.py)."""
     return STRATEGIES.get(resource.group_resource, Strategy)(resource)
-
-
-def qos_class(spec: dict[str, Any]) -> str:
-    """Guaranteed when every container limits cpu and memory with requests equal to limits; BestEffort with
-    no requests or limits at all; Burstable otherwise."""
-    containers = list(spec.get("containers") or []) + list(spec.get("initContainers") or [])
-    any_set, guaranteed = False, True
-    for c in containers:
-        resources = c.get("resources") or {}
-        limits, requests = resources.get("limits") or {}, resources.get("requests") or {}
-        if limits or requests:
-            any_set = True
-        for name in ("cpu", "memory"):
-            if name not in limits or requests.get(name, limits[name]) != limits[name]:
-                guaranteed = False
-    if not any_set:
-        return "BestEffort"
-    return "Guaranteed" if guaranteed else "Burstable"
