@@ -101,8 +101,8 @@ def floor(home: Home) -> tuple[float, dict[str, float]]:
     try:
         while not is_healthy(f"http://127.0.0.1:{client_port}"):
             time.sleep(POLL)
-        server = baseline_server.start(free_port(), home.pki("apiserver.crt"), home.pki("apiserver.key"),
-                                       home.pki("ca.crt"), body, home.root / "floor-server.log")
+        tls = (home.pki("apiserver.crt"), home.pki("apiserver.key"), home.pki("ca.crt"))
+        server = baseline_server.start(free_port(), tls, home.root / "floor-server.log", "--body", str(body))
         elapsed = time.perf_counter() - began
         try:
             rss = idle_rss({"etcd": etcd.pid, "bare server": server.pid})

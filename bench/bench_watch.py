@@ -32,16 +32,20 @@ import orjson
 import uvloop
 
 from bench.common import (
+    CpuMeter,
     HTTPSConnection,
     TLSFiles,
     admin_tls,
     control_plane,
+    cpu_note,
     create_namespace,
     create_pod,
     percentile,
+    server_pids,
     verdict,
 )
 from minikube_py.store.etcd import EtcdStorage
+from tests.harness import ControlPlane
 
 NAMESPACE = "bench-watch"
 PREFIX = f"/registry/pods/{NAMESPACE}/"
@@ -131,22 +135,24 @@ def pod_values(stored: bytes, names: list[str]) -> dict[str, bytes]:
 
 def summary(label: str, latencies: list[float]) -> str:
     ms = [x * 1000 for x in latencies]
-    return (f"  {label:<10} p50 {percentile(ms, 50):6.2f} ms   p99 {percentile(ms, 99):6.2f} ms   "
+    return (f"  {label:<17} p50 {percentile(ms, 50):5.2f} ms   p99 {percentile(ms, 99):5.2f} ms   "
             f"max {max(ms):6.2f} ms   ({len(ms)} deliveries)")
 
 
-async def run(endpoint: str, url: str, tls: TLSFiles, stored: bytes, args: argparse.Namespace) -> None:
+async def run(cp: ControlPlane, stored: bytes, args: argparse.Namespace) -> None:
     count = int(args.seconds * args.rate) + 1
-    writer = await EtcdStorage.connect([endpoint])
-    watch_storage = await EtcdStorage.connect([endpoint])
-    sides = {"etcd": etcd_watch(watch_storage), "apiserver": apiserver_watch(url, tls)}
+    writer = await EtcdStorage.connect([cp.etcd.endpoint])
+    watch_storage = await EtcdStorage.connect([cp.etcd.endpoint])
+    sides = {"etcd": etcd_watch(watch_storage), "apiserver": apiserver_watch(cp.url, admin_tls(cp))}
     pooled: dict[str, list[float]] = {side: [] for side in sides}
+    pids = server_pids(cp)
     try:
         for n in range(args.rounds):
             for side, watch in sides.items():
                 values = pod_values(stored, [f"r{n}-{side}-{i}" for i in range(count)])
+                meter = CpuMeter(pids)
                 latencies = await delivery(watch, writer, values, watchers=args.watchers, rate=args.rate)
-                print(summary(f"round {n + 1} {side}", latencies), flush=True)
+                print(f"{summary(f'round {n + 1} {side}', latencies)}   {cpu_note(meter.shares())}", flush=True)
                 pooled[side] += latencies
     finally:
         await writer.close()
@@ -169,7 +175,7 @@ def main() -> None:
         _, stored = create_pod(cp, NAMESPACE, "sample")
         print(f"bench_watch: {args.watchers} watchers, {args.rate:g} writes/s of {len(stored)} B Pods, "
               f"{args.rounds} rounds of {args.seconds:g} s per side", flush=True)
-        uvloop.run(run(cp.etcd.endpoint, cp.url, admin_tls(cp), stored, args))
+        uvloop.run(run(cp, stored, args))
 
 
 if __name__ == "__main__":

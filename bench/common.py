@@ -330,6 +330,31 @@ async def _loop(op: Op, tag: str, deadline: float) -> int:
     return done
 
 
+@dataclass(frozen=True)
+class Side:
+    """One side of a throughput comparison: a session against one server."""
+
+    label: str
+    session: Session
+    args: tuple[object, ...]
+
+
+def compare(load: Load, rounds: int, sides: list[Side], pids: dict[str, int], unit: str) -> dict[str, float]:
+    """Measure every side `rounds` times, alternating, printing each measurement; the median rate of each."""
+    rates: dict[str, list[float]] = {side.label: [] for side in sides}
+    for n in range(rounds):
+        for i, side in enumerate(sides):
+            measured = run_load(load, f"r{n}s{i}", side.session, *side.args, pids=pids)
+            rates[side.label].append(measured.rate)
+            costs = ", ".join(f"{name} {share / measured.rate * 1e6:.0f}" for name, share in measured.cpu.items()
+                              if share > 0.05)
+            print(f"  round {n + 1}  {side.label:<20} {measured.rate:>8,.0f} {unit}/s   CPU µs per {unit}: "
+                  f"{costs:<24} ({cpu_note(measured.cpu)})", flush=True)
+    medians = {label: median(values) for label, values in rates.items()}
+    print("  median: " + ", ".join(f"{label} {rate:,.0f} {unit}/s" for label, rate in medians.items()))
+    return medians
+
+
 # processes ----------------------------------------------------------------------------------------------
 
 def cpu_seconds(pid: int) -> float:

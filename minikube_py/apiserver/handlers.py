@@ -165,8 +165,8 @@ class ResourceHandler:
         patch_body = patch.parse_patch(content_type, raw)
         sub = info.subresource
         precondition = ""
-        if isinstance(patch_body, dict):
-            precondition = str((patch_body.get("metadata") or {}).get("resourceVersion") or "")
+        if isinstance(patch_body, dict) and isinstance(patch_body.get("metadata"), dict):
+            precondition = str(patch_body["metadata"].get("resourceVersion") or "")
 
         def apply(live: dict[str, Any]) -> dict[str, Any]:
             if sub == "scale":
