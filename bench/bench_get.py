@@ -32,7 +32,6 @@ from bench.common import (
     Op,
     Side,
     TLSFiles,
-    admin_client,
     admin_tls,
     compare,
     connection_pool,
@@ -64,7 +63,7 @@ async def gets(url: str, tls: TLSFiles) -> AsyncIterator[Op]:
 def pod_bytes(cp: ControlPlane) -> bytes:
     """Create the Pod; the exact bytes the apiserver answers a GET of it with."""
     create_pod(cp, NAMESPACE, "web")
-    with admin_client(cp) as client:
+    with cp.client() as client:
         response = client.get(POD_PATH)
         response.raise_for_status()
     return response.content

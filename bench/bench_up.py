@@ -32,9 +32,10 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from statistics import median
 
 from bench import baseline_server
-from bench.common import median, rss_mb, verdict
+from bench.common import rss_mb, verdict
 from minikube_py.store.etcd_server import etcd_argv, free_port, is_healthy
 
 CLUSTER = "bench"

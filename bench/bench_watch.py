@@ -96,9 +96,14 @@ async def write_paced(storage: EtcdStorage, values: dict[str, bytes], rate: floa
     return acked
 
 
-async def until_seen(seen: list[dict[str, float]], names: list[str], timeout: float) -> None:
-    async with asyncio.timeout(timeout):
+async def until_seen(seen: list[dict[str, float]], names: list[str], receivers: list[asyncio.Task[None]]) -> None:
+    """Wait until every watcher has seen every name; a receiver that stopped early raises its error."""
+    async with asyncio.timeout(DRAIN_TIMEOUT):
         while not all(name in each for each in seen for name in names):
+            for receiver in receivers:
+                if receiver.done():
+                    receiver.result()
+                    raise RuntimeError("a watch stream ended early")
             await asyncio.sleep(0.01)
 
 
@@ -113,9 +118,9 @@ async def delivery(watch: Watch, writer: EtcdStorage, values: dict[str, bytes], 
         tasks = [asyncio.create_task(receive(stream, into)) for stream, into in zip(streams, seen, strict=True)]
         try:
             await writer.create(PREFIX + warmup, values[warmup])
-            await until_seen(seen, [warmup], DRAIN_TIMEOUT)
+            await until_seen(seen, [warmup], tasks)
             acked = await write_paced(writer, {name: values[name] for name in timed}, rate)
-            await until_seen(seen, timed, DRAIN_TIMEOUT)
+            await until_seen(seen, timed, tasks)
         finally:
             for task in tasks:
                 task.cancel()
@@ -152,7 +157,8 @@ async def run(cp: ControlPlane, stored: bytes, args: argparse.Namespace) -> None
                 values = pod_values(stored, [f"r{n}-{side}-{i}" for i in range(count)])
                 meter = CpuMeter(pids)
                 latencies = await delivery(watch, writer, values, watchers=args.watchers, rate=args.rate)
-                print(f"{summary(f'round {n + 1} {side}', latencies)}   {cpu_note(meter.shares())}", flush=True)
+                note = cpu_note(meter.shares(), len(latencies) / args.seconds, "event")
+                print(f"{summary(f'round {n + 1} {side}', latencies)}   {note}", flush=True)
                 pooled[side] += latencies
     finally:
         await writer.close()

@@ -3,11 +3,11 @@ readings, and the PASS/MISS lines.
 
 The client. Every HTTP benchmark drives its servers with `ConnectionPool`: HTTP/1.1 keep-alive connections
 over TLS with the admin client certificate, one request at a time per connection, written and parsed by
-hand on asyncio streams. httpx is the obvious choice, but on this 2-core machine it spends ~900 µs of CPU
-per request (and its pool gets slower as connections are added: 16 concurrent requests in one process
-reach ~600 req/s against a bare Starlette route that is then ~75% idle), so with httpx a throughput
-benchmark measures httpx. This client costs a fraction of that, so the server under test is the bottleneck,
-and it is the same client for a benchmark's both sides.
+hand on asyncio streams. httpx is the obvious choice, but it costs ~0.9 ms of client CPU per request here
+and its pool slows down as connections are added: one process with 16 concurrent requests manages ~600
+GETs/s, four processes ~1,900/s with both cores busy, while the bare Starlette route they hit uses a
+quarter of one core. With httpx a throughput benchmark measures httpx. This client costs ~50 µs per
+request, so the server under test is the bottleneck, and it is the same client on every side.
 
 Load. `run_load` is a closed loop: `concurrency` coroutines, spread over `processes` client processes
 (spawned fresh, on uvloop like the servers), each calling one operation back to back for a fixed time
@@ -27,7 +27,6 @@ import os
 import re
 import shutil
 import ssl
-import statistics
 import threading
 import time
 import traceback
@@ -35,10 +34,10 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequen
 from contextlib import AbstractAsyncContextManager, asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from statistics import median
 from typing import Any
 from urllib.parse import urlsplit
 
-import httpx
 import orjson
 import uvloop
 
@@ -88,63 +87,6 @@ def pod_body(name: str) -> dict[str, Any]:
                              "effect": "NoExecute", "tolerationSeconds": 300}],
         },
     }
-
-
-# the cluster ------------------------------------------------------------------------------------------
-
-@contextmanager
-def control_plane() -> Iterator[ControlPlane]:
-    """The tests' control plane (a real etcd and an `mkpy apiserver` process), removed afterwards."""
-    cp = ControlPlane()
-    try:
-        cp.start()
-        yield cp
-    finally:
-        cp.stop()
-        shutil.rmtree(cp.workdir, ignore_errors=True)
-
-
-def admin_tls(cp: ControlPlane) -> TLSFiles:
-    return TLSFiles(cp.ca_file, cp.admin.cert_path, cp.admin.key_path)
-
-
-def server_pids(cp: ControlPlane) -> dict[str, int]:
-    assert cp.process is not None
-    return {"apiserver": cp.process.pid, "etcd": pid_of(str(cp.etcd.data_dir))}
-
-
-def admin_client(cp: ControlPlane) -> httpx.Client:
-    """A plain httpx client as the admin, for setting up (the SSL context carries the client certificate)."""
-    return httpx.Client(base_url=cp.url, verify=admin_tls(cp).context(), timeout=30)
-
-
-def create_namespace(cp: ControlPlane, name: str) -> None:
-    with admin_client(cp) as client:
-        response = client.post("/api/v1/namespaces", json={"metadata": {"name": name}})
-        if response.status_code != 201:
-            raise HTTPError(f"creating namespace {name}: {response.status_code} {response.text}")
-
-
-def create_pod(cp: ControlPlane, namespace: str, name: str) -> tuple[bytes, bytes]:
-    """Create a `pod_body` Pod through the apiserver: the request body, and the value etcd now holds for it."""
-    body = orjson.dumps(pod_body(name))
-    with admin_client(cp) as client:
-        response = client.post(f"/api/v1/namespaces/{namespace}/pods", content=body,
-                               headers={"content-type": "application/json"})
-        if response.status_code != 201:
-            raise HTTPError(f"creating pod {name}: {response.status_code} {response.text}")
-    return body, asyncio.run(_stored(cp.etcd.endpoint, f"/registry/pods/{namespace}/{name}"))
-
-
-async def _stored(endpoint: str, key: str) -> bytes:
-    storage = await EtcdStorage.connect([endpoint])
-    try:
-        kv = await storage.get(key)
-    finally:
-        await storage.close()
-    if kv is None:
-        raise LookupError(key)
-    return kv.value
 
 
 # the client -------------------------------------------------------------------------------------------
@@ -246,15 +188,67 @@ async def connection_pool(url: str, tls: TLSFiles) -> AsyncIterator[ConnectionPo
         pool.close()
 
 
+# the cluster ------------------------------------------------------------------------------------------
+
+@contextmanager
+def control_plane() -> Iterator[ControlPlane]:
+    """The tests' control plane (a real etcd and an `mkpy apiserver` process), removed afterwards."""
+    cp = ControlPlane()
+    try:
+        cp.start()
+        yield cp
+    finally:
+        cp.stop()
+        shutil.rmtree(cp.workdir, ignore_errors=True)
+
+
+def admin_tls(cp: ControlPlane) -> TLSFiles:
+    return TLSFiles(cp.ca_file, cp.admin.cert_path, cp.admin.key_path)
+
+
+def server_pids(cp: ControlPlane) -> dict[str, int]:
+    assert cp.process is not None
+    return {"apiserver": cp.process.pid, "etcd": pid_of(str(cp.etcd.data_dir))}
+
+
+def create_namespace(cp: ControlPlane, name: str) -> None:
+    with cp.client() as client:
+        response = client.post("/api/v1/namespaces", json={"metadata": {"name": name}})
+        if response.status_code != 201:
+            raise HTTPError(f"creating namespace {name}: {response.status_code} {response.text}")
+
+
+def create_pod(cp: ControlPlane, namespace: str, name: str) -> tuple[bytes, bytes]:
+    """Create a `pod_body` Pod through the apiserver: the request body, and the value etcd now holds for it."""
+    body = orjson.dumps(pod_body(name))
+    with cp.client() as client:
+        response = client.post(f"/api/v1/namespaces/{namespace}/pods", content=body,
+                               headers={"content-type": "application/json"})
+        if response.status_code != 201:
+            raise HTTPError(f"creating pod {name}: {response.status_code} {response.text}")
+    return body, asyncio.run(_stored(cp.etcd.endpoint, f"/registry/pods/{namespace}/{name}"))
+
+
+async def _stored(endpoint: str, key: str) -> bytes:
+    storage = await EtcdStorage.connect([endpoint])
+    try:
+        kv = await storage.get(key)
+    finally:
+        await storage.close()
+    if kv is None:
+        raise LookupError(key)
+    return kv.value
+
+
 # load ---------------------------------------------------------------------------------------------------
 
 @dataclass(frozen=True)
 class Load:
     """A closed loop: `concurrency` coroutines over `processes` client processes, for `seconds`."""
 
-    concurrency: int = 16
-    processes: int = 1
-    seconds: float = 5.0
+    concurrency: int
+    processes: int
+    seconds: float
 
 
 def parse_load(doc: str | None, *, seconds: float = 4.0, rounds: int = 3) -> tuple[Load, int]:
@@ -271,7 +265,7 @@ def parse_load(doc: str | None, *, seconds: float = 4.0, rounds: int = 3) -> tup
 @dataclass(frozen=True)
 class Measurement:
     rate: float  # operations completed per second
-    cpu: dict[str, float]  # share of one core each watched server process used during the run
+    cpu: dict[str, float]  # share of one core each watched process (servers, clients) used during the run
 
 
 def run_load(load: Load, tag: str, session: Session, *args: object, pids: dict[str, int]) -> Measurement:
@@ -290,7 +284,8 @@ def run_load(load: Load, tag: str, session: Session, *args: object, pids: dict[s
         start.wait(SETUP_TIMEOUT)
     except threading.BrokenBarrierError:
         raise RuntimeError(f"a client process failed to start:\n{results.get(timeout=5)}") from None
-    meter = CpuMeter(pids)
+    meter = CpuMeter({**pids, **{f"client{i}" if len(clients) > 1 else "client": client.pid
+                                 for i, client in enumerate(clients)}})
     outcomes = [results.get(timeout=load.seconds + SETUP_TIMEOUT) for _ in clients]
     cpu = meter.shares()
     for client in clients:
@@ -346,10 +341,8 @@ def compare(load: Load, rounds: int, sides: list[Side], pids: dict[str, int], un
         for i, side in enumerate(sides):
             measured = run_load(load, f"r{n}s{i}", side.session, *side.args, pids=pids)
             rates[side.label].append(measured.rate)
-            costs = ", ".join(f"{name} {share / measured.rate * 1e6:.0f}" for name, share in measured.cpu.items()
-                              if share > 0.05)
-            print(f"  round {n + 1}  {side.label:<20} {measured.rate:>8,.0f} {unit}/s   CPU µs per {unit}: "
-                  f"{costs:<24} ({cpu_note(measured.cpu)})", flush=True)
+            print(f"  round {n + 1}  {side.label:<20} {measured.rate:>8,.0f} {unit}/s   "
+                  f"{cpu_note(measured.cpu, measured.rate, unit)}", flush=True)
     medians = {label: median(values) for label, values in rates.items()}
     print("  median: " + ", ".join(f"{label} {rate:,.0f} {unit}/s" for label, rate in medians.items()))
     return medians
@@ -407,12 +400,11 @@ def percentile(samples: Sequence[float], q: float) -> float:
     return ordered[max(0, math.ceil(q / 100 * len(ordered)) - 1)]
 
 
-def median(values: Sequence[float]) -> float:
-    return statistics.median(values)
-
-
-def cpu_note(cpu: dict[str, float]) -> str:
-    return ", ".join(f"{name} {share:.0%} CPU" for name, share in cpu.items())
+def cpu_note(cpu: dict[str, float], rate: float, unit: str) -> str:
+    """Each busy process's share of a core and its CPU time per operation."""
+    busy = {name: share for name, share in cpu.items() if share >= 0.05}
+    return "CPU: " + ", ".join(f"{name} {share:.0%} ({share / rate * 1e6:.0f} µs/{unit})"
+                               for name, share in busy.items())
 
 
 def verdict(what: str, value: float, target: float, *, at_least: bool, unit: str = "") -> None:

@@ -8,6 +8,7 @@ keeping the input's family of suffixes as kube does.
 
 from __future__ import annotations
 
+import functools
 import re
 from fractions import Fraction
 
@@ -31,6 +32,14 @@ def _split(text: str) -> tuple[str, str]:
 
 def parse_quantity(value: object) -> Fraction:
     """The exact value of a quantity given as a JSON string or number."""
+    if not isinstance(value, str | int | float):
+        raise QuantityError(f"quantities must match the regular expression '{QUANTITY_PATTERN}'")
+    return _parse(value)
+
+
+# Quantities repeat across objects ("100m", "128Mi"): parsing is exact Fraction arithmetic, worth caching.
+@functools.lru_cache(maxsize=4096, typed=True)
+def _parse(value: str | int | float) -> Fraction:
     if isinstance(value, bool):
         raise QuantityError(f"quantities must match the regular expression '{QUANTITY_PATTERN}'")
     if isinstance(value, int | float):
@@ -49,6 +58,13 @@ def parse_quantity(value: object) -> Fraction:
 
 def canonical(value: object) -> str:
     """`Quantity.String()`: the shortest exact form in the input's suffix family."""
+    if not isinstance(value, str | int | float):
+        raise QuantityError(f"quantities must match the regular expression '{QUANTITY_PATTERN}'")
+    return _canonical(value)
+
+
+@functools.lru_cache(maxsize=4096, typed=True)
+def _canonical(value: str | int | float) -> str:
     if isinstance(value, int | float) and not isinstance(value, bool):
         return _decimal(parse_quantity(value))
     text = str(value).strip()
