@@ -33,6 +33,7 @@ from ..store.etcd import EtcdStorage
 from ..store.interface import Storage
 from . import discovery, responses
 from .bootstrap import bootstrap
+from .cacher import Cacher
 from .handlers import ResourceHandler
 from .namespaces import NamespaceLifecycle
 from .openapi import OpenAPIDocuments
@@ -61,6 +62,14 @@ def build_stores(registry: Registry, storage: Storage, options: ServerOptions,
     return stores
 
 
+def build_cachers(storage: Storage, registry: Registry) -> dict[tuple[str, str, str], Cacher]:
+    """One watch cache per storage prefix; versions that share storage (events) share the cache."""
+    by_prefix: dict[str, Cacher] = {}
+    return {(res.group, res.version, res.plural): by_prefix.setdefault(res.key_prefix,
+                                                                       Cacher(storage, res.key_prefix))
+            for res in registry.resources}
+
+
 class APIServer:
     """Everything one apiserver process holds: storage, stores, caches, background tasks."""
 
@@ -69,6 +78,7 @@ class APIServer:
         self.registry = default_registry()
         self.storage = storage
         self.stores: dict[tuple[str, str, str], ResourceStore] = {}
+        self.cachers: dict[tuple[str, str, str], Cacher] = {}
         self.namespaces: NamespaceLifecycle | None = None
         self.compactor: Compactor | None = None
         self.handler: ResourceHandler | None = None
@@ -78,10 +88,12 @@ class APIServer:
     async def start(self) -> None:
         if self.storage is None:
             self.storage = await EtcdStorage.connect(self.options.etcd_servers)
-        self.namespaces = NamespaceLifecycle(self.storage)
-        await self.namespaces.start()
+        self.cachers = build_cachers(self.storage, self.registry)
+        for cacher in set(self.cachers.values()):
+            cacher.start()
+        self.namespaces = NamespaceLifecycle(self.storage, self.cachers[("", "v1", "namespaces")])
         self.stores = build_stores(self.registry, self.storage, self.options, self.namespaces)
-        self.handler = ResourceHandler(self.registry, self.stores, self.options)
+        self.handler = ResourceHandler(self.registry, self.stores, self.cachers, self.options)
         address = self.options.advertise_address or self.options.bind_address
         await bootstrap(self.stores, str(first_service_ip(self.options.service_cluster_ip_range)), address,
                         self.options.secure_port)
@@ -90,10 +102,10 @@ class APIServer:
         self.ready.set()
 
     async def stop(self) -> None:
+        for cacher in set(self.cachers.values()):
+            await cacher.stop()
         if self.compactor:
             await self.compactor.stop()
-        if self.namespaces:
-            await self.namespaces.stop()
         if self.storage:
             await self.storage.close()
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import random
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any
 
 import orjson
@@ -20,10 +20,11 @@ from starlette.responses import Response, StreamingResponse
 from ..api import errors
 from ..api.kinds import Registry, Resource
 from . import negotiation, patch, responses
+from .cacher import Cacher
 from .options import ServerOptions
 from .registry.deletion import parse_delete_options
 from .registry.generic import ResourceStore
-from .registry.listing import parse_list_options
+from .registry.listing import Page, object_filter, parse_list_options
 from .registry.subresources import bind, to_scale, update_scale
 from .request import RequestInfo, parse_resource_path
 from .watch import watch_events
@@ -31,9 +32,10 @@ from .watch import watch_events
 
 class ResourceHandler:
     def __init__(self, registry: Registry, stores: dict[tuple[str, str, str], ResourceStore],
-                 options: ServerOptions) -> None:
+                 cachers: dict[tuple[str, str, str], Cacher], options: ServerOptions) -> None:
         self.registry = registry
         self.stores = stores
+        self.cachers = cachers
         self.options = options
 
     async def handle(self, request: Request) -> Response:
@@ -90,7 +92,11 @@ class ResourceHandler:
         if info.subresource:  # subresources are read one object at a time
             raise errors.route_not_found()
         options = parse_list_options(store.resource, query)
-        page = await store.list(info.namespace, options)
+        cacher = self.cachers[(info.group, info.version, info.resource)]
+        if options.resource_version == "0" and not options.continue_token and cacher.ready:
+            page = _list_from_cache(store, cacher, info.namespace, options)
+        else:
+            page = await store.list(info.namespace, options)
         if as_table:
             return responses.json_response(responses.table(store.resource, page.objects, include,
                                                            list_rv=str(page.revision), page=page))
@@ -105,7 +111,9 @@ class ResourceHandler:
         timeout = options.timeout_seconds
         if timeout is None:
             timeout = self.options.min_request_timeout * (1 + random.random())
-        body = _watch_stream(store, info.namespace, options, timeout, as_table, include)
+        cacher = self.cachers[(info.group, info.version, info.resource)]
+        encode = _table_encoder(store, include) if as_table else None
+        body = _watch_stream(watch_events(store, cacher, info.namespace, options, encode), timeout)
         return StreamingResponse(body, media_type="application/json")
 
     # writes ---------------------------------------------------------------------------------------
@@ -254,17 +262,35 @@ def _dry_run(query: Mapping[str, str]) -> bool:
     return True
 
 
-async def _watch_stream(store: ResourceStore, namespace: str, options: Any, timeout: float, as_table: bool,
-                        include: str) -> AsyncIterator[bytes]:
-    first_table = True
+def _list_from_cache(store: ResourceStore, cacher: Cacher, namespace: str, options: Any) -> Page:
+    """A `resourceVersion=0` list ("any data is fine"), served from the watch cache as kube does; `limit`
+    is not honoured there, also as in kube."""
+    kvs, revision = cacher.snapshot(store.prefix(namespace))
+    keep = object_filter(store.resource, options)
+    objects = [obj for obj in map(store.decode, kvs) if keep is None or keep(obj)]
+    return Page(objects, revision, "", None)
+
+
+def _table_encoder(store: ResourceStore, include: str) -> Callable[[str, dict[str, Any]], bytes]:
+    """Encode watch events as one-row Tables; only the first carries the column definitions."""
+    first = True
+
+    def encode(kind: str, obj: dict[str, Any]) -> bytes:
+        nonlocal first
+        if kind in ("ADDED", "MODIFIED", "DELETED"):
+            obj = responses.table(store.resource, [obj], include, list_rv=obj["metadata"].get("resourceVersion"),
+                                  with_columns=first)
+            first = False
+        return orjson.dumps({"type": kind, "object": obj}) + b"\n"
+
+    return encode
+
+
+async def _watch_stream(lines: AsyncIterator[bytes], timeout: float) -> AsyncIterator[bytes]:
     try:
         async with asyncio.timeout(timeout):
-            async for kind, obj in watch_events(store, namespace, options):
-                if as_table and kind in ("ADDED", "MODIFIED", "DELETED"):
-                    obj = responses.table(store.resource, [obj], include,
-                                          list_rv=obj["metadata"].get("resourceVersion"), with_columns=first_table)
-                    first_table = False
-                yield orjson.dumps({"type": kind, "object": obj}) + b"\n"
+            async for line in lines:
+                yield line
     except TimeoutError:
         return
     except errors.APIError as err:

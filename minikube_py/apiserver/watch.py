@@ -1,7 +1,7 @@
 """Watch: a stream of ADDED / MODIFIED / DELETED / BOOKMARK / ERROR events for one resource.
 
-A watch is an etcd watch on the resource's key prefix (or on one key, for a `metadata.name=` field
-selector in a namespace) translated into kube's events:
+Changes come from the resource's watch cache (`cacher.py`), or straight from an etcd watch when the client
+asks for a resourceVersion older than the cache's window. Either way they are translated into kube's events:
 
 * from resourceVersion N: every change after N, in revision order;
 * from "0" or with no resourceVersion: first a synthetic ADDED for every object that exists now, then the
@@ -11,74 +11,127 @@ selector in a namespace) translated into kube's events:
 * etcd's progress notifications become BOOKMARK events when the client allows them;
 * a resourceVersion that compaction has removed ends the stream with an ERROR event carrying a 410 Expired
   Status; the client relists.
+
+Events are yielded as ready-to-send JSON lines (`encode` shapes the object, e.g. into a Table row).
 """
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
-from dataclasses import replace
+from contextlib import AsyncExitStack
 from typing import Any
+
+import orjson
 
 from ..api import errors
 from ..store.errors import CompactedError
-from ..store.interface import WatchEvent
+from .cacher import CachedEvent, Cacher
 from .registry.generic import ResourceStore
 from .registry.listing import ListOptions, object_filter
 
-Event = tuple[str, dict[str, Any]]
+Encoder = Callable[[str, dict[str, Any]], bytes] | None  # None: plain `{"type","object"}` lines
 
 
-async def watch_events(store: ResourceStore, namespace: str, options: ListOptions) -> AsyncIterator[Event]:
-    """Yield (type, object) pairs until the client goes away or the caller's timeout cancels us."""
+async def watch_events(store: ResourceStore, cacher: Cacher, namespace: str, options: ListOptions,
+                       encode: Encoder) -> AsyncIterator[bytes]:
+    """Yield event lines until the client goes away or the caller's timeout cancels us."""
     keep = object_filter(store.resource, options)
+    key, exact = _watch_key(store, namespace, options)
     rv = options.resource_version
-    if rv is None or rv == "0":
-        page = await store.list(namespace, replace(options, limit=0, continue_token="", resource_version=None,
-                                                   resource_version_match=""))
-        for obj in page.objects:
-            yield "ADDED", obj
-        start = page.revision + 1
-    else:
-        start = int(rv) + 1
-    key = _watch_key(store, namespace, options)
-    try:
-        async with store.storage.watch(key, start_revision=start) as events:
+    async with AsyncExitStack() as stack:
+        if rv is None or rv == "0":
+            if not cacher.ready:
+                raise errors.service_unavailable(f"the watch cache for {store.resource.group_resource} "
+                                                 "is not ready yet, please retry")
+            kvs, revision = cacher.snapshot(key, exact)
+            watcher = cacher.watch(key, revision, exact)
+            assert watcher is not None
+            stack.callback(watcher.close)
+            for kv in kvs:
+                obj = store.decode(kv)
+                if keep is None or keep(obj):
+                    yield _line("ADDED", obj, encode)
+            events: AsyncIterator[CachedEvent] = watcher
+            start = revision + 1
+        else:
+            start = int(rv) + 1
+            cached = cacher.watch(key, start - 1, exact)
+            if cached is not None:
+                stack.callback(cached.close)
+                events = cached
+            else:
+                events = await stack.enter_async_context(_etcd_events(store, key, start))
+        try:
             async for event in events:
-                translated = _translate(store, event, keep, options.allow_bookmarks)
+                if event.type == "PROGRESS":
+                    if options.allow_bookmarks:
+                        yield _line("BOOKMARK", _bookmark(store, event.revision), encode)
+                    continue
+                if event.revision < start:  # already covered by the snapshot or the client's own list
+                    continue
+                translated = _translate(store, event, keep)
                 if translated is not None:
-                    yield translated
-    except CompactedError as exc:
-        status = errors.expired(f"too old resource version: {start - 1} ({exc.compacted})").to_status()
-        yield "ERROR", status
+                    kind, which = translated
+                    if encode is None:
+                        yield event.line(store, kind, which)
+                    else:
+                        yield encode(kind, event.object(store, which) or {})
+        except CompactedError as exc:
+            status = errors.expired(f"too old resource version: {start - 1} ({exc.compacted})").to_status()
+            yield _line("ERROR", status, None)
 
 
-def _watch_key(store: ResourceStore, namespace: str, options: ListOptions) -> str:
+def _line(kind: str, obj: dict[str, Any], encode: Encoder) -> bytes:
+    if encode is not None:
+        return encode(kind, obj)
+    return orjson.dumps({"type": kind, "object": obj}) + b"\n"
+
+
+class _etcd_events:  # noqa: N801 - used like a function: `async with _etcd_events(...) as events`
+    """Changes straight from an etcd watch, as CachedEvents, for resourceVersions older than the cache."""
+
+    def __init__(self, store: ResourceStore, key: str, start: int) -> None:
+        self._context = store.storage.watch(key, start_revision=start)
+
+    async def __aenter__(self) -> AsyncIterator[CachedEvent]:
+        raw = await self._context.__aenter__()
+
+        async def wrapped() -> AsyncIterator[CachedEvent]:
+            async for event in raw:
+                yield CachedEvent(event)
+
+        return wrapped()
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self._context.__aexit__(*exc)  # type: ignore[arg-type]
+
+
+def _watch_key(store: ResourceStore, namespace: str, options: ListOptions) -> tuple[str, bool]:
     name = options.field_selector.requires_exact_match("metadata.name")
     if name and (namespace or not store.resource.namespaced):
-        return store.key(namespace, name)
-    return store.prefix(namespace)
+        return store.key(namespace, name), True
+    return store.prefix(namespace), False
 
 
-def _translate(store: ResourceStore, event: WatchEvent, keep: Callable[[dict[str, Any]], bool] | None,
-               bookmarks: bool) -> Event | None:
-    if event.type == "PROGRESS":
-        if not bookmarks:
-            return None
-        res = store.resource
-        return "BOOKMARK", {"kind": res.kind, "apiVersion": res.api_version,
-                            "metadata": {"resourceVersion": str(event.revision)}}
-    new = store.decode(event.kv) if event.type == "PUT" and event.kv is not None else None
-    old = store.decode(event.prev) if event.prev is not None else None
+def _bookmark(store: ResourceStore, revision: int) -> dict[str, Any]:
+    res = store.resource
+    return {"kind": res.kind, "apiVersion": res.api_version, "metadata": {"resourceVersion": str(revision)}}
+
+
+def _translate(store: ResourceStore, event: CachedEvent,
+               keep: Callable[[dict[str, Any]], bool] | None) -> tuple[str, str] | None:
+    """The event type a watcher with filter `keep` sees, and which object ("current"/"previous") it shows."""
+    old = event.object(store, "previous")
     if event.type == "DELETE":
         if old is None or (keep is not None and not keep(old)):
             return None
-        old["metadata"]["resourceVersion"] = str(event.revision)
-        return "DELETED", old
+        return "DELETED", "previous"
+    new = event.object(store, "current")
     assert new is not None
     now_matches = keep is None or keep(new)
     was_matching = old is not None and (keep is None or keep(old))
     if now_matches:
-        return ("MODIFIED" if was_matching else "ADDED"), new
+        return ("MODIFIED" if was_matching else "ADDED"), "current"
     if was_matching:
-        return "DELETED", new
+        return "DELETED", "current"
     return None
