@@ -127,9 +127,12 @@ def _translate(store: ResourceStore, event: CachedEvent,
             return None
         return "DELETED", "previous"
     new = event.object(store, "current")
-    assert new is not None
+    assert new is not None and event.kv is not None
     now_matches = keep is None or keep(new)
-    was_matching = old is not None and (keep is None or keep(old))
+    if old is None:  # a create, or a change whose previous value etcd no longer had
+        created = event.kv.create_revision == event.kv.mod_revision
+        return (("ADDED" if created else "MODIFIED"), "current") if now_matches else None
+    was_matching = keep is None or keep(old)
     if now_matches:
         return ("MODIFIED" if was_matching else "ADDED"), "current"
     if was_matching:

@@ -113,16 +113,13 @@ class Background:
     SIGKILL), so no `kubectl get -w` outlives its test.
     """
 
-    def __init__(self, argv: Sequence[str], *, env: Mapping[str, str], cwd: Path | None = None,
-                 shell: bool = False) -> None:
+    def __init__(self, argv: Sequence[str], *, env: Mapping[str, str], cwd: Path | None = None) -> None:
         self.argv = list(argv)
         self.lines: list[str] = []
         self._queue: queue.Queue[str | None] = queue.Queue()
-        command: str | list[str] = self.argv[0] if shell else self.argv
-        self.process = subprocess.Popen(command, env=dict(env), cwd=cwd, shell=shell, text=True,
-                                        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                        stderr=subprocess.STDOUT, start_new_session=True,
-                                        executable="/bin/bash" if shell else None)
+        # its own session, so that stop() reaches the whole process group (bash -c and its children too)
+        self.process = subprocess.Popen(self.argv, env=dict(env), cwd=cwd, text=True, stdin=subprocess.DEVNULL,
+                                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
 

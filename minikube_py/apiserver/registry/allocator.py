@@ -44,16 +44,16 @@ class Range:
         number = self.parse(value)
         return number is not None and self.first <= number < self.first + self.size
 
-    async def allocate(self, value: str, owner: str) -> None:
-        """Claim `value` for `owner`; claiming one's own value again is fine."""
+    async def allocate(self, value: str, owner: str) -> bool:
+        """Claim `value` for `owner`: True if newly claimed, False if `owner` already held it."""
         if not self.contains(value):
             raise AllocationError(f"provided {value} is not in the valid range")
-        try:
-            await self.storage.create(self.prefix + value, owner.encode())
-        except KeyExistsError:
-            current = await self.storage.get(self.prefix + value)
-            if current is None or current.value.decode() != owner:
-                raise AllocationError("provided value is already allocated") from None
+        if await self._try_create(value, owner):
+            return True
+        current = await self.storage.get(self.prefix + value)
+        if current is None or current.value.decode() != owner:
+            raise AllocationError("provided value is already allocated")
+        return False
 
     async def allocate_next(self, owner: str) -> str:
         for _ in range(_ATTEMPTS):

@@ -106,16 +106,16 @@ class ResourceStore:
                 self._validate(obj, validate_create(self.resource, obj))
         if self.resource.namespaced and self.namespace_check is not None:
             await self.namespace_check(namespace)
-        await self.strategy.before_create(obj, dry_run)
+        undo = await self.strategy.before_create(obj, dry_run)
         if dry_run:
             return obj
         try:
             revision = await self.storage.create(self.key(namespace, meta["name"]), self.encode(obj))
-        except KeyExistsError:
-            await self.strategy.after_delete(obj)
-            raise errors.already_exists(self.resource.group_resource, meta["name"]) from None
-        except BaseException:
-            await self.strategy.after_delete(obj)
+        except BaseException as exc:
+            if undo is not None:
+                await undo()
+            if isinstance(exc, KeyExistsError):
+                raise errors.already_exists(self.resource.group_resource, meta["name"]) from None
             raise
         return self.as_stored(obj, revision)
 
@@ -224,7 +224,8 @@ class ResourceStore:
         if dry_run:
             return new
         meta = new["metadata"]
-        if meta.get("deletionTimestamp") and not meta.get("finalizers") and not _waits_for_grace(meta):
+        if meta.get("deletionTimestamp") and not meta.get("finalizers") and not _waits_for_grace(meta) \
+                and not self.strategy.delete_keeps_object(new):
             await self._delete_key(key, kv.mod_revision, new)
             return new
         await self.strategy.before_update(new, old, dry_run=False)
@@ -273,6 +274,7 @@ class ResourceStore:
             del meta["finalizers"]
         meta["deletionTimestamp"] = meta.get("deletionTimestamp") or codec.timestamp_in(grace)
         meta["deletionGracePeriodSeconds"] = grace
+        self.strategy.mark_deleting(obj)
         if options.dry_run:
             return obj, False
         revision = await self.storage.update(key, self.encode(obj), expected_revision=kv.mod_revision)

@@ -13,7 +13,7 @@ from typing import Any
 
 from ...api import errors
 from .allocator import AllocationError, Range
-from .strategy import Strategy
+from .strategy import Strategy, Undo
 
 _NODE_PORT_TYPES = ("NodePort", "LoadBalancer")
 
@@ -40,17 +40,22 @@ class ServiceStrategy(Strategy):
     def prepare_for_create(self, obj: dict[str, Any]) -> None:
         obj["status"] = {"loadBalancer": {}}
 
-    async def before_create(self, obj: dict[str, Any], dry_run: bool) -> None:
+    async def before_create(self, obj: dict[str, Any], dry_run: bool) -> Undo:
         if dry_run:
-            return
+            return None
         claimed: list[tuple[Range, str]] = []
+
+        async def undo() -> None:
+            for rng, value in claimed:
+                await rng.release(value, _owner(obj))
+
         try:
             await self._claim_cluster_ip(obj, claimed)
             await self._claim_node_ports(obj, claimed)
         except BaseException:
-            for rng, value in claimed:
-                await rng.release(value, _owner(obj))
+            await undo()
             raise
+        return undo
 
     async def before_update(self, new: dict[str, Any], old: dict[str, Any], dry_run: bool) -> None:
         if dry_run:
@@ -92,13 +97,14 @@ class ServiceStrategy(Strategy):
         wanted = spec.get("clusterIP") or ""
         try:
             if wanted:
-                await self.ips.allocate(wanted, _owner(obj))
+                new = await self.ips.allocate(wanted, _owner(obj))
                 ip = wanted
             else:
-                ip = await self.ips.allocate_next(_owner(obj))
+                ip, new = await self.ips.allocate_next(_owner(obj)), True
         except AllocationError as exc:
             raise self._invalid(obj, "spec.clusterIPs", [wanted], f"failed to allocate IP {wanted}: {exc}") from None
-        claimed.append((self.ips, ip))
+        if new:  # only what this request claimed is its to give back
+            claimed.append((self.ips, ip))
         spec["clusterIP"], spec["clusterIPs"] = ip, [ip]
 
     async def _claim_node_ports(self, obj: dict[str, Any], claimed: list[tuple[Range, str]],
@@ -112,13 +118,14 @@ class ServiceStrategy(Strategy):
                 continue
             try:
                 if wanted:
-                    await self.ports.allocate(wanted, _owner(obj))
+                    new = await self.ports.allocate(wanted, _owner(obj))
                     value = wanted
                 else:
-                    value = await self.ports.allocate_next(_owner(obj))
+                    value, new = await self.ports.allocate_next(_owner(obj)), True
             except AllocationError as exc:
                 raise self._invalid(obj, f"spec.ports[{i}].nodePort", int(wanted) if wanted else 0, str(exc)) from None
-            claimed.append((self.ports, value))
+            if new:
+                claimed.append((self.ports, value))
             port["nodePort"] = int(value)
 
     @staticmethod

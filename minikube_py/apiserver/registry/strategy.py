@@ -16,9 +16,12 @@ Strategies are looked up by group-resource in `STRATEGIES`; kinds not listed use
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from ...api.kinds import Resource
+
+Undo = Callable[[], Awaitable[None]] | None
 
 # kinds whose metadata.generation counts changes to their spec
 _GENERATION_TRACKED = {
@@ -46,10 +49,16 @@ class Strategy:
         return 0
 
     def delete_keeps_object(self, obj: dict[str, Any]) -> bool:
+        """Whether something besides `metadata.finalizers` holds an object that is being deleted."""
         return False
 
-    async def before_create(self, obj: dict[str, Any], dry_run: bool) -> None:
-        """Claim what the object needs outside its own key (service addresses); undone by after_delete."""
+    async def before_create(self, obj: dict[str, Any], dry_run: bool) -> Undo:
+        """Claim what the object needs outside its own key (service addresses); returns how to give back
+        exactly those claims if the create then fails."""
+        return None
+
+    def mark_deleting(self, obj: dict[str, Any]) -> None:
+        """Record in the object that it is being deleted, beyond `deletionTimestamp`."""
 
     async def before_update(self, new: dict[str, Any], old: dict[str, Any], dry_run: bool) -> None:
         """Claim what an update newly needs."""
@@ -76,8 +85,10 @@ class PodStrategy(Strategy):
 class NamespaceStrategy(Strategy):
     def delete_keeps_object(self, obj: dict[str, Any]) -> bool:
         # The namespace controller empties a terminating namespace, then drops spec.finalizers.
-        obj.setdefault("status", {})["phase"] = "Terminating"
         return bool((obj.get("spec") or {}).get("finalizers"))
+
+    def mark_deleting(self, obj: dict[str, Any]) -> None:
+        obj.setdefault("status", {})["phase"] = "Terminating"
 
 
 class NodeStrategy(Strategy):
