@@ -34,6 +34,7 @@ from ..store.interface import Storage
 from . import discovery, responses
 from .bootstrap import bootstrap
 from .cacher import Cacher
+from .consistency import ConsistentReads
 from .handlers import ResourceHandler
 from .namespaces import NamespaceLifecycle
 from .openapi import OpenAPIDocuments
@@ -93,7 +94,8 @@ class APIServer:
             cacher.start()
         self.namespaces = NamespaceLifecycle(self.storage, self.cachers[("", "v1", "namespaces")])
         self.stores = build_stores(self.registry, self.storage, self.options, self.namespaces)
-        self.handler = ResourceHandler(self.registry, self.stores, self.cachers, self.options)
+        self.handler = ResourceHandler(self.registry, self.stores, self.cachers, ConsistentReads(self.storage),
+                                       self.options)
         address = self.options.advertise_address or self.options.bind_address
         await bootstrap(self.stores, str(first_service_ip(self.options.service_cluster_ip_range)), address,
                         self.options.secure_port)
@@ -113,7 +115,9 @@ class APIServer:
 
     async def resources(self, request: Request) -> Response:
         assert self.handler is not None
-        parts = [p for p in request.url.path.split("/") if p]
+        parts = [p for p in request.scope["path"].split("/") if p]
+        if len(parts) == 1:  # "/api/" or "/apis/"
+            return await (self.api_root if parts[0] == "api" else self.apis_root)(request)
         if parts[0] == "api" and len(parts) == 2:
             return self._resource_list("", parts[1])
         if parts[0] == "apis" and len(parts) == 2:
@@ -185,14 +189,14 @@ class APIServer:
             return False
 
     def routes(self) -> list[Route]:
+        # resource URLs first: they are nearly all the traffic, and routes are tried in order
         return [
+            Route("/api/{rest:path}", self.resources, methods=_METHODS),
+            Route("/apis/{rest:path}", self.resources, methods=_METHODS),
+            Route("/api", self.api_root), Route("/apis", self.apis_root),
             Route("/version", self.version), Route("/version/", self.version),
             Route("/healthz", self.health), Route("/livez", self.health), Route("/readyz", self.health),
             Route("/openapi/v3", self.openapi_index), Route("/openapi/v3/{path:path}", self.openapi_document),
-            Route("/api", self.api_root), Route("/api/", self.api_root),
-            Route("/apis", self.apis_root), Route("/apis/", self.apis_root),
-            Route("/api/{rest:path}", self.resources, methods=_METHODS),
-            Route("/apis/{rest:path}", self.resources, methods=_METHODS),
         ]
 
 

@@ -5,6 +5,9 @@ times and is decoded ten times. kube-apiserver's "cacher" instead keeps, per res
 
 * the current objects (`objects`), filled by one list and kept current by one etcd watch;
 * a window of recent changes (`history`), so a watch from a recent resourceVersion is replayed from memory;
+* the revision it has caught up to (`revision`), which etcd's progress notifications keep current even when
+  nothing under this prefix changes, so reads can wait until the cache is fresh (`wait_fresh`, used for
+  consistent reads; see `consistency.py`);
 * the set of client watchers, each with a queue the change is put into once.
 
 A `CachedEvent` decodes its object once per resource and remembers the JSON line it was sent as, so
@@ -25,9 +28,10 @@ from typing import Any, Protocol
 import orjson
 
 from ..store.errors import StoreError
-from ..store.interface import KeyValue, Storage, WatchEvent
+from ..store.interface import KeyValue, Storage, WatchEvent, WatchStream
 
 log = logging.getLogger(__name__)
+FRESHNESS_TIMEOUT = 3.0  # seconds a read waits for the cache to catch up before going to etcd (as kube)
 HISTORY_SIZE = 1000  # recent changes kept per resource for watches that start in the past
 QUEUE_SIZE = 1000  # a watcher this far behind is ended instead of holding memory for it
 
@@ -115,6 +119,10 @@ class Cacher:
         self.watchers: set[CacheWatcher] = set()
         self.ready = False
         self._task: asyncio.Task[None] | None = None
+        self._stream: WatchStream | None = None
+        self._progress_requested = False
+        self._waiters: list[tuple[int, asyncio.Future[None]]] = []
+        self._encoded: dict[str, tuple[int, int, bytes]] = {}
 
     def start(self) -> None:
         self._task = asyncio.create_task(self._run(), name=f"cacher {self.prefix}")
@@ -136,6 +144,40 @@ class Cacher:
         found = [kv for key, kv in self.objects.items() if key.startswith(prefix)]
         found.sort(key=lambda kv: kv.key)
         return found, self.revision
+
+    def encoded(self, store: Decodes, kv: KeyValue) -> bytes:
+        """The object at `kv` as JSON for `store`'s API version, encoded once per change."""
+        memo = self._encoded.get(kv.key)
+        if memo is not None and memo[0] == kv.mod_revision and memo[1] == id(store):
+            return memo[2]
+        body = orjson.dumps(store.decode(kv))
+        self._encoded[kv.key] = (kv.mod_revision, id(store), body)
+        return body
+
+    async def wait_fresh(self, revision: int) -> bool:
+        """Wait until the cache has applied every change up to `revision`; False after FRESHNESS_TIMEOUT.
+
+        Writes to other resources move etcd's revision too without sending this cache an event, so the
+        cache asks etcd for a progress notification, which brings its revision up to date."""
+        if self.revision >= revision:
+            return True
+        waiter = asyncio.get_running_loop().create_future()
+        entry = (revision, waiter)
+        self._waiters.append(entry)
+        await self._request_progress()
+        try:
+            await asyncio.wait_for(waiter, FRESHNESS_TIMEOUT)
+            return True
+        except TimeoutError:
+            return False
+        finally:
+            if entry in self._waiters:
+                self._waiters.remove(entry)
+
+    async def _request_progress(self) -> None:
+        if self._stream is not None and not self._progress_requested:
+            self._progress_requested = True
+            await self._stream.request_progress()
 
     def watch(self, prefix: str, after_revision: int, exact: bool = False) -> CacheWatcher | None:
         """Subscribe to changes after `after_revision`, replaying those already in the window; None when
@@ -170,24 +212,46 @@ class Cacher:
         self.history.clear()
         self.revision = listed.revision
         self.ready = True
-        async with self.storage.watch(self.prefix, start_revision=listed.revision + 1) as events:
-            async for event in events:
-                self._apply(CachedEvent(event))
+        async with self.storage.watch(self.prefix, start_revision=listed.revision + 1) as stream:
+            self._stream = stream
+            try:
+                async for event in stream:
+                    self._apply(CachedEvent(event))
+            finally:
+                self._stream, self._progress_requested = None, False
 
     def _apply(self, event: CachedEvent) -> None:
         if event.type == "PUT" and event.kv is not None:
             self.objects[event.kv.key] = event.kv
         elif event.type == "DELETE":
             self.objects.pop(event.key, None)
+            self._encoded.pop(event.key, None)
         self.revision = max(self.revision, event.revision)
         if event.type != "PROGRESS":
             self.history.append(event)
+        else:
+            self._progress_requested = False
+        self._wake_waiters()
         for watcher in list(self.watchers):
             if (event.type == "PROGRESS" or watcher.wants(event.key)) and not watcher.offer(event):
                 log.warning("ending a watch on %s that fell %d events behind", self.prefix, QUEUE_SIZE)
                 self.watchers.discard(watcher)
                 watcher.queue = asyncio.Queue(1)
                 watcher.offer(None)
+
+    def _wake_waiters(self) -> None:
+        if not self._waiters:
+            return
+        waiting = []
+        for revision, waiter in self._waiters:
+            if revision <= self.revision:
+                if not waiter.done():
+                    waiter.set_result(None)
+            else:
+                waiting.append((revision, waiter))
+        self._waiters = waiting
+        if waiting:  # a progress notification came back older than a waiter's revision: ask again
+            asyncio.get_running_loop().create_task(self._request_progress())
 
     def _end_watchers(self) -> None:
         for watcher in list(self.watchers):

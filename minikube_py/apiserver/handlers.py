@@ -12,6 +12,7 @@ import asyncio
 import random
 from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any
+from urllib.parse import parse_qsl
 
 import orjson
 from starlette.requests import Request
@@ -21,6 +22,7 @@ from ..api import errors
 from ..api.kinds import Registry, Resource
 from . import negotiation, patch, responses
 from .cacher import Cacher
+from .consistency import ConsistentReads
 from .options import ServerOptions
 from .registry.deletion import parse_delete_options
 from .registry.generic import ResourceStore
@@ -32,15 +34,17 @@ from .watch import watch_events
 
 class ResourceHandler:
     def __init__(self, registry: Registry, stores: dict[tuple[str, str, str], ResourceStore],
-                 cachers: dict[tuple[str, str, str], Cacher], options: ServerOptions) -> None:
+                 cachers: dict[tuple[str, str, str], Cacher], reads: ConsistentReads,
+                 options: ServerOptions) -> None:
         self.registry = registry
         self.stores = stores
         self.cachers = cachers
         self.options = options
+        self.reads = reads
 
     async def handle(self, request: Request) -> Response:
         try:
-            info = parse_resource_path(request.method, request.url.path, request.query_params.get("watch"))
+            info = parse_resource_path(request.method, request.scope["path"], query_of(request).get("watch"))
             if info is None or not info.parts_valid:
                 raise errors.route_not_found()
             store = self._store_for(info)
@@ -75,14 +79,23 @@ class ResourceHandler:
     # reads ----------------------------------------------------------------------------------------
 
     async def _read(self, request: Request, info: RequestInfo, store: ResourceStore) -> Response:
-        query = request.query_params
+        query = query_of(request)
         accept = request.headers.get("accept", "")
         as_table = negotiation.wants_table(accept)
         include = responses.include_object_param(query.get("includeObject"))
         if info.verb == "watch":
             return self._watch(request, info, store, as_table, include)
         if info.verb == "get":
-            obj = await store.get(info.namespace, info.name)
+            cacher = self.cachers[(info.group, info.version, info.resource)]
+            if await self.reads.fresh(cacher, query.get("resourceVersion")):
+                kv = cacher.objects.get(store.key(info.namespace, info.name))
+                if kv is None:
+                    raise errors.not_found(store.resource.group_resource, info.name)
+                if not as_table and not info.subresource:
+                    return Response(cacher.encoded(store, kv), media_type="application/json")
+                obj = store.decode(kv)
+            else:
+                obj = await store.get(info.namespace, info.name)
             if info.subresource == "scale":
                 return responses.json_response(to_scale(obj))
             if as_table and not info.subresource:
@@ -104,7 +117,7 @@ class ResourceHandler:
 
     def _watch(self, request: Request, info: RequestInfo, store: ResourceStore, as_table: bool,
                include: str) -> Response:
-        query = request.query_params
+        query = query_of(request)
         options = parse_list_options(store.resource, query)
         if info.name:  # the deprecated /watch-a-name form: GET .../pods/web-1?watch=true
             options = parse_list_options(store.resource, {**query, "fieldSelector": f"metadata.name={info.name}"})
@@ -120,7 +133,7 @@ class ResourceHandler:
 
     async def _create(self, request: Request, info: RequestInfo, store: ResourceStore) -> Response:
         res = store.resource
-        dry_run = _dry_run(request.query_params)
+        dry_run = _dry_run(query_of(request))
         if info.subresource == "binding" or res.plural == "bindings":
             return await self._bind(request, info)
         if info.name or (res.namespaced and not info.namespace):
@@ -141,7 +154,7 @@ class ResourceHandler:
     async def _write(self, request: Request, info: RequestInfo, store: ResourceStore) -> Response:
         if not info.name:
             raise errors.method_not_allowed(info.verb)
-        dry_run = _dry_run(request.query_params)
+        dry_run = _dry_run(query_of(request))
         if info.verb == "patch":
             return await self._patch(request, info, store, dry_run)
         if info.subresource == "scale":
@@ -194,7 +207,7 @@ class ResourceHandler:
             raise errors.method_not_allowed("delete")
         raw = await self._read_raw(request)
         body = negotiation.decode_body(raw, request.headers.get("content-type")) if raw.strip() else None
-        options = parse_delete_options(body, request.query_params)
+        options = parse_delete_options(body, query_of(request))
         obj, gone = await store.delete(info.namespace, info.name, options)
         if gone and store.resource.plural != "pods":
             return responses.json_response(responses.success_status(store.resource, obj))
@@ -203,8 +216,8 @@ class ResourceHandler:
     async def _delete_collection(self, request: Request, info: RequestInfo, store: ResourceStore) -> Response:
         raw = await self._read_raw(request)
         body = negotiation.decode_body(raw, request.headers.get("content-type")) if raw.strip() else None
-        delete_options = parse_delete_options(body, request.query_params)
-        page = await store.list(info.namespace, parse_list_options(store.resource, request.query_params))
+        delete_options = parse_delete_options(body, query_of(request))
+        page = await store.list(info.namespace, parse_list_options(store.resource, query_of(request)))
         deleted = []
         for obj in page.objects:
             meta = obj["metadata"]
@@ -238,6 +251,16 @@ class ResourceHandler:
         if resource is not None:
             check_type(obj, resource)
         return obj
+
+
+def query_of(request: Request) -> dict[str, str]:
+    """The request's query parameters as a plain dict (the last of repeated ones wins, as in Starlette),
+    parsed once per request: every handler step reads them."""
+    query = request.scope.get("mkpy.query")
+    if query is None:
+        query = request.scope["mkpy.query"] = dict(parse_qsl(request.scope["query_string"].decode("latin-1"),
+                                                               keep_blank_values=True))
+    return query
 
 
 def check_type(obj: dict[str, Any], resource: Resource) -> None:

@@ -137,7 +137,7 @@ class EtcdStorage:
         return KeyValue(key, deleted.value, deleted.create_revision, response.header.revision)
 
     @contextlib.asynccontextmanager
-    async def watch(self, prefix: str, *, start_revision: int) -> AsyncIterator[AsyncIterator[WatchEvent]]:
+    async def watch(self, prefix: str, *, start_revision: int) -> AsyncIterator[WatchStream]:
         """Watch `prefix` from `start_revision` (inclusive; 0 = from now).
 
         The iterator raises CompactedError if `start_revision` (or, after a broken stream, the next revision
@@ -242,6 +242,13 @@ class WatchStream:
             await retry_while_unreachable(self._create, self._timeout)
         except (grpc.aio.AioRpcError, TimeoutError) as err:
             raise grpc_error(err, self._endpoints) from err
+
+    async def request_progress(self) -> None:
+        """Ask etcd for a progress notification now: a PROGRESS event at etcd's current revision, sent once
+        every event up to it has been delivered on this stream (how a watch cache learns it is fresh)."""
+        if self._call is not None:
+            with contextlib.suppress(grpc.aio.AioRpcError, asyncio.InvalidStateError):
+                await self._call.write(rpc.WatchRequest(progress_request=rpc.WatchProgressRequest()))
 
     def close(self) -> None:
         """End the stream; etcd cancels the stream's watch when the stream ends."""
