@@ -80,32 +80,16 @@ class ResourceHandler:
 
     async def _read(self, request: Request, info: RequestInfo, store: ResourceStore) -> Response:
         query = query_of(request)
-        accept = request.headers.get("accept", "")
-        as_table = negotiation.wants_table(accept)
+        as_table = negotiation.wants_table(request.headers.get("accept", ""))
         include = responses.include_object_param(query.get("includeObject"))
+        cacher = self.cachers[(info.group, info.version, info.resource)]
         if info.verb == "watch":
-            return self._watch(request, info, store, as_table, include)
+            return self._watch(query, info, store, cacher, as_table, include)
         if info.verb == "get":
-            cacher = self.cachers[(info.group, info.version, info.resource)]
-            if await self.reads.fresh(cacher, query.get("resourceVersion")):
-                kv = cacher.objects.get(store.key(info.namespace, info.name))
-                if kv is None:
-                    raise errors.not_found(store.resource.group_resource, info.name)
-                if not as_table and not info.subresource:
-                    return Response(cacher.encoded(store, kv), media_type="application/json")
-                obj = store.decode(kv)
-            else:
-                obj = await store.get(info.namespace, info.name)
-            if info.subresource == "scale":
-                return responses.json_response(to_scale(obj))
-            if as_table and not info.subresource:
-                rv = obj["metadata"].get("resourceVersion")
-                return responses.json_response(responses.table(store.resource, [obj], include, list_rv=rv))
-            return responses.json_response(obj)
+            return await self._get(query, info, store, cacher, as_table, include)
         if info.subresource:  # subresources are read one object at a time
             raise errors.route_not_found()
         options = parse_list_options(store.resource, query)
-        cacher = self.cachers[(info.group, info.version, info.resource)]
         if options.resource_version == "0" and not options.continue_token and cacher.ready:
             page = _list_from_cache(store, cacher, info.namespace, options)
         else:
@@ -115,16 +99,33 @@ class ResourceHandler:
                                                            list_rv=str(page.revision), page=page))
         return responses.json_response(responses.list_object(store.resource, page))
 
-    def _watch(self, request: Request, info: RequestInfo, store: ResourceStore, as_table: bool,
-               include: str) -> Response:
-        query = query_of(request)
+    async def _get(self, query: dict[str, str], info: RequestInfo, store: ResourceStore, cacher: Cacher,
+                   as_table: bool, include: str) -> Response:
+        """One object, from the watch cache once it is fresh enough for the request, else from etcd."""
+        if await self.reads.fresh(cacher, query.get("resourceVersion")):
+            kv = cacher.objects.get(store.key(info.namespace, info.name))
+            if kv is None:
+                raise errors.not_found(store.resource.group_resource, info.name)
+            if not as_table and not info.subresource:
+                return Response(cacher.encoded(store, kv), media_type="application/json")
+            obj = store.decode(kv)
+        else:
+            obj = await store.get(info.namespace, info.name)
+        if info.subresource == "scale":
+            return responses.json_response(to_scale(obj))
+        if as_table and not info.subresource:
+            rv = obj["metadata"].get("resourceVersion")
+            return responses.json_response(responses.table(store.resource, [obj], include, list_rv=rv))
+        return responses.json_response(obj)
+
+    def _watch(self, query: dict[str, str], info: RequestInfo, store: ResourceStore, cacher: Cacher,
+               as_table: bool, include: str) -> Response:
         options = parse_list_options(store.resource, query)
         if info.name:  # the deprecated /watch-a-name form: GET .../pods/web-1?watch=true
             options = parse_list_options(store.resource, {**query, "fieldSelector": f"metadata.name={info.name}"})
         timeout = options.timeout_seconds
         if timeout is None:
             timeout = self.options.min_request_timeout * (1 + random.random())
-        cacher = self.cachers[(info.group, info.version, info.resource)]
         encode = _table_encoder(store, include) if as_table else None
         body = _watch_stream(watch_events(store, cacher, info.namespace, options, encode), timeout)
         return StreamingResponse(body, media_type="application/json")
