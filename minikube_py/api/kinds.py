@@ -50,6 +50,9 @@ class Resource:
     storage_prefix: str = ""  # under /registry; defaults to the plural (with group for non-legacy prefixes)
     storage_version: str = ""  # "" = this version is the storage version
     singular_name: str = ""
+    custom: bool = False  # served for a CustomResourceDefinition
+    # a CRD's additionalPrinterColumns, each (name, type, format, description, priority, jsonPath)
+    printer_columns: tuple[tuple[str, str, str, str, int, str], ...] = ()
 
     @property
     def singular(self) -> str:
@@ -183,11 +186,27 @@ class Registry:
 
     def __post_init__(self) -> None:
         for res in self.resources:
-            key = (res.group, res.version, res.plural)
-            if key in self._by_plural:
-                raise ValueError(f"duplicate resource {res.group}/{res.version}/{res.plural}")
-            self._by_plural[key] = res
-            self._by_kind.setdefault((res.group, res.version, res.kind), res)
+            self._index(res)
+
+    def _index(self, res: Resource) -> None:
+        key = (res.group, res.version, res.plural)
+        if key in self._by_plural:
+            raise ValueError(f"duplicate resource {res.group}/{res.version}/{res.plural}")
+        self._by_plural[key] = res
+        self._by_kind.setdefault((res.group, res.version, res.kind), res)
+
+    def add(self, res: Resource) -> None:
+        """Serve one more resource (a custom resource's version); refuses one that is already served."""
+        self._index(res)
+        self.resources = (*self.resources, res)
+
+    def remove(self, group: str, version: str, plural: str) -> Resource | None:
+        res = self._by_plural.pop((group, version, plural), None)
+        if res is not None:
+            self.resources = tuple(r for r in self.resources if r is not res)
+            if self._by_kind.get((group, version, res.kind)) is res:
+                del self._by_kind[(group, version, res.kind)]
+        return res
 
     def lookup(self, group: str, version: str, plural: str) -> Resource | None:
         return self._by_plural.get((group, version, plural))

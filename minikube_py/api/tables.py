@@ -23,12 +23,15 @@ from typing import Any, Literal
 from minikube_py.api.kinds import Resource
 from minikube_py.api.printers import printer_for
 from minikube_py.api.printers.base import Cell, Printer
+from minikube_py.api.printers.custom import custom_resource_printer
 
 IncludeObject = Literal["None", "Metadata", "Object"]
 INCLUDE_OBJECT_POLICIES = ("None", "Metadata", "Object")
 
 
 def _printer(resource: Resource) -> Printer:
+    if resource.custom:
+        return custom_resource_printer(resource.printer_columns)
     return printer_for(resource.group, resource.version, resource.kind)
 
 

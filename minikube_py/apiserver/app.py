@@ -26,7 +26,7 @@ from starlette.responses import PlainTextResponse, Response
 from starlette.routing import Route
 
 from ..api import errors
-from ..api.kinds import Registry, default_registry
+from ..api.kinds import Registry, Resource, default_registry
 from ..auth.pki import first_service_ip
 from ..store.compactor import Compactor
 from ..store.etcd import EtcdStorage
@@ -35,6 +35,7 @@ from . import discovery, responses
 from .bootstrap import bootstrap
 from .cacher import Cacher
 from .consistency import ConsistentReads
+from .customresources import CustomResourceController
 from .handlers import ResourceHandler
 from .namespaces import NamespaceLifecycle
 from .openapi import OpenAPIDocuments
@@ -42,7 +43,7 @@ from .options import ServerOptions
 from .registry.allocator import node_port_range, service_ip_range
 from .registry.generic import ResourceStore
 from .registry.services import ServiceStrategy
-from .registry.strategy import strategy_for
+from .registry.strategy import CustomResourceStrategy, strategy_for
 
 log = logging.getLogger(__name__)
 
@@ -82,6 +83,7 @@ class APIServer:
         self.cachers: dict[tuple[str, str, str], Cacher] = {}
         self.namespaces: NamespaceLifecycle | None = None
         self.compactor: Compactor | None = None
+        self.custom_resources: CustomResourceController | None = None
         self.handler: ResourceHandler | None = None
         self.ready = asyncio.Event()
         self.openapi = OpenAPIDocuments(self.registry)
@@ -101,9 +103,33 @@ class APIServer:
                         self.options.secure_port)
         self.compactor = Compactor(self.storage, interval=self.options.etcd_compaction_interval)
         self.compactor.start()
+        self.custom_resources = CustomResourceController(self)
+        self.custom_resources.start()
         self.ready.set()
 
+    def install(self, res: Resource) -> None:
+        """Start serving `res` (a custom resource's version): registry, store and watch cache."""
+        assert self.storage is not None and self.namespaces is not None
+        self.registry.add(res)
+        gvr = (res.group, res.version, res.plural)
+        self.stores[gvr] = ResourceStore(res, self.storage, CustomResourceStrategy(res), self.namespaces.check)
+        shared = next((c for c in self.cachers.values() if c.prefix == res.key_prefix), None)
+        if shared is None:
+            shared = Cacher(self.storage, res.key_prefix)
+            shared.start()
+        self.cachers[gvr] = shared
+
+    def uninstall(self, res: Resource) -> None:
+        gvr = (res.group, res.version, res.plural)
+        self.registry.remove(*gvr)
+        self.stores.pop(gvr, None)
+        cacher = self.cachers.pop(gvr, None)
+        if cacher is not None and cacher not in self.cachers.values():
+            asyncio.get_running_loop().create_task(cacher.stop())
+
     async def stop(self) -> None:
+        if self.custom_resources is not None:
+            await self.custom_resources.stop()
         for cacher in set(self.cachers.values()):
             await cacher.stop()
         if self.compactor:

@@ -5,9 +5,10 @@ times and is decoded ten times. kube-apiserver's "cacher" instead keeps, per res
 
 * the current objects (`objects`), filled by one list and kept current by one etcd watch;
 * a window of recent changes (`history`), so a watch from a recent resourceVersion is replayed from memory;
-* the revision it has caught up to (`revision`), which etcd's progress notifications keep current even when
-  nothing under this prefix changes, so reads can wait until the cache is fresh (`wait_fresh`, used for
-  consistent reads; see `consistency.py`);
+* the revision of the last change it applied (`applied_revision`), so a read can tell whether the cache
+  already holds everything etcd had when the read arrived (`wait_fresh`, used for consistent reads; see
+  `consistency.py`), and the revision it has caught up to (`revision`, which etcd's progress notifications
+  also advance) for watches and bookmarks;
 * the set of client watchers, each with a queue the change is put into once.
 
 A `CachedEvent` decodes its object once per resource and remembers the JSON line it was sent as, so
@@ -28,10 +29,12 @@ from typing import Any, Protocol
 import orjson
 
 from ..store.errors import StoreError
-from ..store.interface import KeyValue, Storage, WatchEvent, WatchStream
+from ..store.interface import KeyValue, Storage, WatchEvent
 
 log = logging.getLogger(__name__)
-FRESHNESS_TIMEOUT = 3.0  # seconds a read waits for the cache to catch up before going to etcd (as kube)
+# How long a read waits for the cache to catch up before going to etcd instead. Short: when etcd's revision
+# moved because of writes elsewhere, no event will come for this cache.
+FRESHNESS_TIMEOUT = 0.02
 HISTORY_SIZE = 1000  # recent changes kept per resource for watches that start in the past
 QUEUE_SIZE = 1000  # a watcher this far behind is ended instead of holding memory for it
 
@@ -119,8 +122,7 @@ class Cacher:
         self.watchers: set[CacheWatcher] = set()
         self.ready = False
         self._task: asyncio.Task[None] | None = None
-        self._stream: WatchStream | None = None
-        self._progress_requested = False
+        self.applied_revision = 0
         self._waiters: list[tuple[int, asyncio.Future[None]]] = []
         self._encoded: dict[str, tuple[int, int, bytes]] = {}
 
@@ -157,14 +159,13 @@ class Cacher:
     async def wait_fresh(self, revision: int) -> bool:
         """Wait until the cache has applied every change up to `revision`; False after FRESHNESS_TIMEOUT.
 
-        Writes to other resources move etcd's revision too without sending this cache an event, so the
-        cache asks etcd for a progress notification, which brings its revision up to date."""
-        if self.revision >= revision:
+        Only changes count, not progress notifications: the etcd 3.5.1 we run may report progress at a
+        revision whose events it has not sent yet (fixed in later etcd releases, which kube relies on)."""
+        if self.applied_revision >= revision:
             return True
         waiter = asyncio.get_running_loop().create_future()
         entry = (revision, waiter)
         self._waiters.append(entry)
-        await self._request_progress()
         try:
             await asyncio.wait_for(waiter, FRESHNESS_TIMEOUT)
             return True
@@ -173,11 +174,6 @@ class Cacher:
         finally:
             if entry in self._waiters:
                 self._waiters.remove(entry)
-
-    async def _request_progress(self) -> None:
-        if self._stream is not None and not self._progress_requested:
-            self._progress_requested = True
-            await self._stream.request_progress()
 
     def watch(self, prefix: str, after_revision: int, exact: bool = False) -> CacheWatcher | None:
         """Subscribe to changes after `after_revision`, replaying those already in the window; None when
@@ -212,13 +208,10 @@ class Cacher:
         self.history.clear()
         self.revision = listed.revision
         self.ready = True
-        async with self.storage.watch(self.prefix, start_revision=listed.revision + 1) as stream:
-            self._stream = stream
-            try:
-                async for event in stream:
-                    self._apply(CachedEvent(event))
-            finally:
-                self._stream, self._progress_requested = None, False
+        self.applied_revision = listed.revision
+        async with self.storage.watch(self.prefix, start_revision=listed.revision + 1) as events:
+            async for event in events:
+                self._apply(CachedEvent(event))
 
     def _apply(self, event: CachedEvent) -> None:
         if event.type == "PUT" and event.kv is not None:
@@ -229,9 +222,8 @@ class Cacher:
         self.revision = max(self.revision, event.revision)
         if event.type != "PROGRESS":
             self.history.append(event)
-        else:
-            self._progress_requested = False
-        self._wake_waiters()
+            self.applied_revision = event.revision
+            self._wake_waiters()
         for watcher in list(self.watchers):
             if (event.type == "PROGRESS" or watcher.wants(event.key)) and not watcher.offer(event):
                 log.warning("ending a watch on %s that fell %d events behind", self.prefix, QUEUE_SIZE)
@@ -244,14 +236,12 @@ class Cacher:
             return
         waiting = []
         for revision, waiter in self._waiters:
-            if revision <= self.revision:
+            if revision <= self.applied_revision:
                 if not waiter.done():
                     waiter.set_result(None)
             else:
                 waiting.append((revision, waiter))
         self._waiters = waiting
-        if waiting:  # a progress notification came back older than a waiter's revision: ask again
-            asyncio.get_running_loop().create_task(self._request_progress())
 
     def _end_watchers(self) -> None:
         for watcher in list(self.watchers):

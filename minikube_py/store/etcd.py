@@ -243,13 +243,6 @@ class WatchStream:
         except (grpc.aio.AioRpcError, TimeoutError) as err:
             raise grpc_error(err, self._endpoints) from err
 
-    async def request_progress(self) -> None:
-        """Ask etcd for a progress notification now: a PROGRESS event at etcd's current revision, sent once
-        every event up to it has been delivered on this stream (how a watch cache learns it is fresh)."""
-        if self._call is not None:
-            with contextlib.suppress(grpc.aio.AioRpcError, asyncio.InvalidStateError):
-                await self._call.write(rpc.WatchRequest(progress_request=rpc.WatchProgressRequest()))
-
     def close(self) -> None:
         """End the stream; etcd cancels the stream's watch when the stream ends."""
         if self._call is not None:

@@ -55,15 +55,6 @@ class WatchEvent:
         return self.type == "PUT" and self.kv is not None and self.kv.create_revision == self.kv.mod_revision
 
 
-class WatchStream(Protocol):
-    """What `Storage.watch` yields: the events, and a way to ask for a progress event now."""
-
-    def __aiter__(self) -> AsyncIterator[WatchEvent]: ...
-
-    async def request_progress(self) -> None:
-        """Have the stream deliver a PROGRESS event at the store's current revision soon."""
-
-
 class Storage(Protocol):
     async def get(self, key: str) -> KeyValue | None:
         """The current value of `key`, or None."""
@@ -89,7 +80,7 @@ class Storage(Protocol):
     async def delete(self, key: str, *, expected_revision: int | None = None) -> KeyValue:
         """Delete `key`, returning the deleted value (with the delete's revision as mod_revision)."""
 
-    def watch(self, prefix: str, *, start_revision: int) -> AbstractAsyncContextManager[WatchStream]:
+    def watch(self, prefix: str, *, start_revision: int) -> AbstractAsyncContextManager[AsyncIterator[WatchEvent]]:
         """Watch every key under `prefix` (or exactly `prefix` if it does not end in "/").
 
         `start_revision` 0 means "from now". Errors (CompactedError, UnavailableError) are raised by the

@@ -244,3 +244,16 @@ def test_merge_patch_labels(api: httpx.Client, namespace: str) -> None:
     r = api.patch(pods_url(namespace, "m"), content=b'{"metadata":{"labels":{"b":"2","a":null}}}',
                   headers={"Content-Type": "application/merge-patch+json"})
     assert r.status_code == 200 and r.json()["metadata"]["labels"] == {"b": "2"}
+
+
+def test_reads_right_after_writes_see_them(api: httpx.Client, namespace: str) -> None:
+    """GETs are answered from the watch cache only once it holds every write acknowledged before them."""
+    url = f"/api/v1/namespaces/{namespace}/configmaps"
+    for i in range(30):
+        created = api.post(url, json=configmap(f"rw-{i}", v="1")).json()
+        assert api.get(f"{url}/rw-{i}").status_code == 200
+        created["data"] = {"v": "2"}
+        api.put(f"{url}/rw-{i}", json=created)
+        assert api.get(f"{url}/rw-{i}").json()["data"] == {"v": "2"}
+        api.delete(f"{url}/rw-{i}")
+        assert api.get(f"{url}/rw-{i}").status_code == 404

@@ -124,17 +124,3 @@ def server_watchers(server: EtcdServer) -> int:
                 return int(float(line.split()[1]))
     raise AssertionError("etcd reports no etcd_debugging_mvcc_watcher_total metric")
 
-
-async def test_a_requested_progress_event_arrives_without_waiting_for_the_interval() -> None:
-    """A watch cache asks for progress to learn it is fresh; with a one-hour interval only a request can
-    produce the PROGRESS event, and it carries a revision at least as new as the last write."""
-    with EtcdServer(progress_notify_interval="1h") as server:
-        storage = await EtcdStorage.connect([server.endpoint], timeout=5.0)
-        try:
-            revision = await storage.create("/registry/other/x", b"{}")
-            async with storage.watch("/registry/quiet/", start_revision=revision + 1) as stream:
-                await stream.request_progress()
-                event = await asyncio.wait_for(anext(aiter(stream)), 5)
-            assert event.type == "PROGRESS" and event.revision >= revision
-        finally:
-            await storage.close()

@@ -35,6 +35,8 @@ def to_storage(resource: Resource, obj: Object) -> Object:
     """`obj` (at `resource.api_version`) as it is kept in etcd."""
     if not resource.storage_version:
         return obj
+    if resource.custom:  # a CRD's conversion strategy None: only apiVersion changes
+        return {**obj, "apiVersion": resource.storage_version}
     return _CONVERTERS[resource.group_resource][0](obj)
 
 
@@ -42,4 +44,6 @@ def from_storage(resource: Resource, obj: Object) -> Object:
     """A stored object as `resource.api_version` presents it."""
     if not resource.storage_version:
         return obj
+    if resource.custom:
+        return {**obj, "apiVersion": resource.api_version}
     return _CONVERTERS[resource.group_resource][1](obj)

@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from ...api.crd import CLEANUP_FINALIZER
 from ...api.kinds import Resource
 
 Undo = Callable[[], Awaitable[None]] | None
@@ -102,7 +103,31 @@ class ClaimStrategy(Strategy):
         obj["status"] = {"phase": "Pending"}
 
 
+class CustomResourceStrategy(Strategy):
+    """Custom resources count generations like built-in workloads do."""
+
+    @property
+    def tracks_generation(self) -> bool:
+        return True
+
+    def prepare_for_create(self, obj: dict[str, Any]) -> None:
+        # without a status subresource the status is ordinary content the client may set
+        if self.resource.has_status():
+            obj.pop("status", None)
+
+
+class DefinitionStrategy(Strategy):
+    """CustomResourceDefinitions: the apiserver must clean up a CRD's objects before the CRD goes."""
+
+    def prepare_for_create(self, obj: dict[str, Any]) -> None:
+        super().prepare_for_create(obj)
+        finalizers = obj["metadata"].setdefault("finalizers", [])
+        if CLEANUP_FINALIZER not in finalizers:
+            finalizers.append(CLEANUP_FINALIZER)
+
+
 STRATEGIES: dict[str, type[Strategy]] = {
+    "customresourcedefinitions.apiextensions.k8s.io": DefinitionStrategy,
     "pods": PodStrategy,
     "namespaces": NamespaceStrategy,
     "nodes": NodeStrategy,

@@ -1,0 +1,108 @@
+"""JSON values as kube's strategic merge patch sees them: Go types, Go equality and Go's `%v`.
+
+kube-apiserver decodes a patch into Go's `map[string]interface{}`, so every value has one of seven Go types:
+`map[string]interface {}`, `[]interface {}`, `string`, `int64` (JSON integers are kept as integers),
+`float64`, `bool` and `nil`. Three consequences matter for a faithful reimplementation:
+
+* equality is Go's interface equality: values of different types are never equal (`1` is not `1.0` and
+  `true` is not `1`, unlike in Python), and comparing or hashing two maps or lists makes Go panic;
+* the error texts quote values with Go's `%v` (`map[name:web ports:[map[containerPort:80]]]`), with the keys
+  of a map sorted;
+* type errors name Go types (`expected a []interface {}, but received a string`).
+
+This module holds those three rules so that the merge code can speak Python and still answer like kube.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from decimal import Decimal
+from collections.abc import Hashable
+from typing import Any
+
+from ..errors import APIError, internal
+
+MAP = "map[string]interface {}"
+SLICE = "[]interface {}"
+_GO_TYPES: dict[type, str] = {dict: MAP, list: SLICE, str: "string", int: "int64", float: "float64",
+                              bool: "bool"}
+
+
+def go_type(value: Any) -> str:
+    """The Go type name of a decoded JSON value; Go prints a missing (nil) type as `%!s(<nil>)`."""
+    return "%!s(<nil>)" if value is None else _GO_TYPES[type(value)]
+
+
+def go_key(value: Any) -> Hashable:
+    """A hashable identity under which two values are equal exactly when Go's `==` says so."""
+    if isinstance(value, dict | list):
+        raise uncomparable(value)
+    return type(value), value
+
+
+def go_equal(left: Any, right: Any) -> bool:
+    """Go's `==` on two `interface{}` values: same type and same value; maps and lists panic."""
+    if type(left) is not type(right):
+        return False
+    return go_key(left) == go_key(right)
+
+
+def uncomparable(value: Any) -> APIError:
+    """What kube answers where Go panics on comparing a map or a list (the panic is recovered as a 500)."""
+    return internal(f"runtime error: hash of unhashable type {go_type(value)}")
+
+
+def go_format(value: Any) -> str:
+    """`fmt.Sprintf("%v", value)` for a decoded JSON value."""
+    if value is None:
+        return "<nil>"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        return _go_float(value)
+    if isinstance(value, dict):
+        return "map[" + " ".join(f"{key}:{go_format(value[key])}" for key in sorted(value)) + "]"
+    if isinstance(value, list):
+        return "[" + " ".join(go_format(item) for item in value) + "]"
+    return str(value)
+
+
+def go_string(value: Any) -> str:
+    """`fmt.Sprintf("%s", value)`: strings as they are, other scalars in Go's `%!s(type=value)` form."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, dict):
+        return "map[" + " ".join(f"{key}:{go_string(value[key])}" for key in sorted(value)) + "]"
+    if isinstance(value, list):
+        return "[" + " ".join(go_string(item) for item in value) + "]"
+    if value is None:
+        return "%!s(<nil>)"
+    return f"%!s({go_type(value)}={go_format(value)})"
+
+
+def go_quote(text: str) -> str:
+    """`fmt.Sprintf("%q", text)` for the printable strings that JSON keys are in practice."""
+    return json.dumps(text, ensure_ascii=False)
+
+
+def _go_float(number: float) -> str:
+    """Go's shortest `%v` of a float64: exponent form (`1e+06`) from a million up and below 1e-4."""
+    if math.isnan(number):
+        return "NaN"
+    if math.isinf(number):
+        return "+Inf" if number > 0 else "-Inf"
+    if number == 0:
+        return "-0" if math.copysign(1, number) < 0 else "0"
+    negative, digit_tuple, exponent = Decimal(repr(number)).normalize().as_tuple()
+    digits = "".join(map(str, digit_tuple))
+    point = len(digits) + int(exponent)
+    sign = "-" if negative else ""
+    if not -4 <= point - 1 < 6:
+        fraction = "." + digits[1:] if len(digits) > 1 else ""
+        return f"{sign}{digits[0]}{fraction}e{'-' if point < 1 else '+'}{abs(point - 1):02d}"
+    if point <= 0:
+        return f"{sign}0.{'0' * -point}{digits}"
+    if point >= len(digits):
+        return sign + digits + "0" * (point - len(digits))
+    return f"{sign}{digits[:point]}.{digits[point:]}"
