@@ -18,7 +18,7 @@ import orjson
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
-from ..api import errors
+from ..api import errors, fieldvalidation
 from ..api.kinds import Registry, Resource
 from . import negotiation, patch, responses
 from .cacher import Cacher
@@ -30,6 +30,8 @@ from .registry.listing import Page, object_filter, parse_list_options
 from .registry.subresources import bind, to_scale, update_scale
 from .request import RequestInfo, parse_resource_path
 from .watch import watch_events
+
+SCALE_GVK = ("autoscaling", "v1", "Scale")
 
 
 class ResourceHandler:
@@ -139,12 +141,12 @@ class ResourceHandler:
             return await self._bind(request, info)
         if info.name or (res.namespaced and not info.namespace):
             raise errors.method_not_allowed("create")
-        body = await self._read_object(request, res)
+        body, warnings = await self._read_object(request, res, "CreateOptions")
         created = await store.create(info.namespace, body, dry_run=dry_run)
-        return responses.json_response(created, 201)
+        return _warn(responses.json_response(created, 201), warnings)
 
     async def _bind(self, request: Request, info: RequestInfo) -> Response:
-        binding = await self._read_object(request, None)
+        binding, _ = await self._read_object(request, None, "CreateOptions", ("", "v1", "Binding"))
         if info.name:
             binding.setdefault("metadata", {})["name"] = binding.get("metadata", {}).get("name") or info.name
             if binding["metadata"]["name"] != info.name:
@@ -159,15 +161,15 @@ class ResourceHandler:
         if info.verb == "patch":
             return await self._patch(request, info, store, dry_run)
         if info.subresource == "scale":
-            scale = await self._read_object(request, None)
-            return responses.json_response(await update_scale(store, info.namespace, info.name, scale,
-                                                              dry_run=dry_run))
-        body = await self._read_object(request, store.resource)
+            scale, warnings = await self._read_object(request, None, "UpdateOptions", SCALE_GVK)
+            updated = await update_scale(store, info.namespace, info.name, scale, dry_run=dry_run)
+            return _warn(responses.json_response(updated), warnings)
+        body, warnings = await self._read_object(request, store.resource, "UpdateOptions")
         sub = "status" if info.subresource in ("status", "finalize") else ""
         if info.subresource == "finalize":
             return responses.json_response(await self._finalize(store, info.name, body, dry_run))
         updated = await store.update(info.namespace, info.name, body, subresource=sub, dry_run=dry_run)
-        return responses.json_response(updated)
+        return _warn(responses.json_response(updated), warnings)
 
     async def _finalize(self, store: ResourceStore, name: str, body: dict[str, Any], dry_run: bool) -> Any:
         """`namespaces/<name>/finalize`: the namespace controller's way to drop `spec.finalizers`."""
@@ -184,24 +186,30 @@ class ResourceHandler:
     async def _patch(self, request: Request, info: RequestInfo, store: ResourceStore, dry_run: bool) -> Response:
         content_type = negotiation.body_media_type(request.headers.get("content-type"))
         raw = await self._read_raw(request)
-        patch_body = patch.parse_patch(content_type, raw)
+        patch_body = patch.parse_patch(content_type, raw, store.resource)
+        mode = fieldvalidation.directive(query_of(request).get("fieldValidation"), "PatchOptions")
+        strict = fieldvalidation.patch_errors(content_type, raw, mode)
         sub = info.subresource
+        gvk = SCALE_GVK if sub == "scale" else _gvk(store.resource)
         precondition = ""
         if isinstance(patch_body, dict) and isinstance(patch_body.get("metadata"), dict):
             precondition = str(patch_body["metadata"].get("resourceVersion") or "")
+        warnings: list[str] = []
 
         def apply(live: dict[str, Any]) -> dict[str, Any]:
+            nonlocal warnings
+            target = to_scale(live) if sub == "scale" else live
+            patched = patch.apply_patch(content_type, target, patch_body, gvk)
+            patched, warnings = fieldvalidation.check_patched(gvk, patched, mode, patch_strict_errors=strict)
             if sub == "scale":
-                scaled = patch.apply_patch(content_type, to_scale(live), patch_body)
-                live.setdefault("spec", {})["replicas"] = (scaled.get("spec") or {}).get("replicas")
+                live.setdefault("spec", {})["replicas"] = (patched.get("spec") or {}).get("replicas")
                 return live
-            patched = patch.apply_patch(content_type, live, patch_body)
             negotiation.check_object_meta(patched.setdefault("metadata", {}))
             return patched
 
         updated = await store.guaranteed_update(info.namespace, info.name, apply, precondition=precondition,
                                                 subresource="" if sub == "scale" else sub, dry_run=dry_run)
-        return responses.json_response(to_scale(updated) if sub == "scale" else updated)
+        return _warn(responses.json_response(to_scale(updated) if sub == "scale" else updated), warnings)
 
     async def _delete(self, request: Request, info: RequestInfo, store: ResourceStore) -> Response:
         if info.subresource:
@@ -244,14 +252,33 @@ class ResourceHandler:
             chunks.append(chunk)
         return b"".join(chunks)
 
-    async def _read_object(self, request: Request, resource: Resource | None) -> dict[str, Any]:
+    async def _read_object(self, request: Request, resource: Resource | None, options_kind: str,
+                           gvk: tuple[str, str, str] | None = None) -> tuple[dict[str, Any], list[str]]:
+        """The body as an object of `resource` (or of kind `gvk`), checked field by field under the request's
+        `fieldValidation`, with the warnings to send back."""
         raw = await self._read_raw(request)
         if not raw.strip():
             raise errors.bad_request("the request body is empty; an object was expected")
-        obj = negotiation.decode_body(raw, request.headers.get("content-type"))
+        content_type = request.headers.get("content-type")
+        obj = negotiation.decode_body(raw, content_type)
+        mode = fieldvalidation.directive(query_of(request).get("fieldValidation"), options_kind)
+        is_json = negotiation.body_media_type(content_type) == negotiation.JSON
+        obj, warnings = fieldvalidation.check_fields(gvk or _gvk(resource), obj, raw if is_json else None, mode)
         if resource is not None:
             check_type(obj, resource)
-        return obj
+        return obj, warnings
+
+
+def _gvk(resource: Resource | None) -> tuple[str, str, str]:
+    assert resource is not None
+    return (resource.group, resource.version, resource.kind)
+
+
+def _warn(response: Response, warnings: list[str]) -> Response:
+    """Attach kube-style `Warning` headers (kubectl prints each as `Warning: ...`)."""
+    for text in warnings:
+        response.headers.append("Warning", fieldvalidation.warning_header(text))
+    return response
 
 
 def query_of(request: Request) -> dict[str, str]:

@@ -1,7 +1,8 @@
 """Content negotiation: what a request body is written in, and what the client wants back.
 
 Request bodies: JSON (`application/json`, and an empty Content-Type means JSON, as the official Python
-client sends none) and YAML (`application/yaml`). Other types get 415 UnsupportedMediaType; patch bodies
+client sends none), YAML (`application/yaml`) and Kubernetes protobuf (`application/vnd.kubernetes.protobuf`,
+what kubectl's typed commands such as `kubectl create namespace` send; `api/protobuf`). Other types get 415 UnsupportedMediaType; patch bodies
 have their own content types, checked by the patch handler. Bodies over the limit (3 MiB, as kube) get 413.
 
 Responses are always JSON. The `Accept` header only decides the *shape*: a `meta.k8s.io/v1 Table`
@@ -17,11 +18,12 @@ import orjson
 import yaml
 
 from ..api import errors
+from ..api.protobuf import decode_protobuf_body
 
 JSON = "application/json"
 YAML = "application/yaml"
 PROTOBUF = "application/vnd.kubernetes.protobuf"
-BODY_TYPES = [JSON, YAML]
+BODY_TYPES = [JSON, YAML, PROTOBUF]
 
 
 @dataclass(frozen=True)
@@ -78,6 +80,8 @@ def decode_body(raw: bytes, content_type: str | None) -> dict[str, Any]:
         except yaml.YAMLError as exc:
             raise errors.bad_request(f"the object provided is unrecognized: error converting YAML to JSON: "
                                      f"{str(exc).splitlines()[0]}") from None
+    elif media == PROTOBUF:
+        obj = decode_protobuf_body(raw)
     else:
         raise errors.unsupported_media_type(media, BODY_TYPES)
     if not isinstance(obj, dict):

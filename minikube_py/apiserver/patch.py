@@ -1,6 +1,8 @@
-"""PATCH bodies: JSON merge patch (RFC 7386) and JSON patch (RFC 6902).
+"""PATCH bodies: JSON merge patch (RFC 7386), JSON patch (RFC 6902) and strategic merge patch.
 
-`kubectl label`, `annotate` and `scale` send merge patches; `kubectl rollout undo` sends a JSON patch.
+`kubectl label`, `annotate` and `scale` send merge patches; `kubectl rollout undo` sends a JSON patch;
+`kubectl apply`, `set image` and `edit` send strategic merge patches (`api/strategicpatch`), which only
+built-in kinds accept: a custom resource has no merge keys to follow, so it answers 415, as kube does.
 A patch is applied to the live object inside the registry's read-modify-write loop, so it always applies to
 the current version; a `metadata.resourceVersion` in the patched result is a precondition (409 if stale).
 """
@@ -14,12 +16,14 @@ import jsonpatch
 import orjson
 
 from ..api import errors
+from ..api.kinds import Resource
+from ..api.strategicpatch import apply_strategic_merge_patch
 
 MERGE_PATCH = "application/merge-patch+json"
 JSON_PATCH = "application/json-patch+json"
 STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
 APPLY_PATCH = "application/apply-patch+yaml"
-SUPPORTED = [JSON_PATCH, MERGE_PATCH]
+SUPPORTED = [JSON_PATCH, MERGE_PATCH, STRATEGIC_MERGE_PATCH]
 
 
 def merge_patch(target: Any, patch: Any) -> Any:
@@ -35,9 +39,10 @@ def merge_patch(target: Any, patch: Any) -> Any:
     return result
 
 
-def parse_patch(content_type: str, raw: bytes) -> Any:
-    if content_type not in SUPPORTED:
-        raise errors.unsupported_media_type(content_type, SUPPORTED)
+def parse_patch(content_type: str, raw: bytes, resource: Resource) -> Any:
+    supported = [JSON_PATCH, MERGE_PATCH] if resource.custom else SUPPORTED
+    if content_type not in supported:
+        raise errors.unsupported_media_type(content_type, supported)
     try:
         patch = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
@@ -49,10 +54,12 @@ def parse_patch(content_type: str, raw: bytes) -> Any:
     return patch
 
 
-def apply_patch(content_type: str, obj: dict[str, Any], patch: Any) -> dict[str, Any]:
-    """The patched object; a patch that cannot apply is 422 (kube's message style)."""
+def apply_patch(content_type: str, obj: dict[str, Any], patch: Any, gvk: tuple[str, str, str]) -> dict[str, Any]:
+    """The patched object of kind `gvk`; a patch that cannot apply is 422 (kube's message style)."""
     if content_type == MERGE_PATCH:
         return merge_patch(obj, patch)
+    if content_type == STRATEGIC_MERGE_PATCH:
+        return apply_strategic_merge_patch(obj, patch, *gvk)
     try:
         result = jsonpatch.apply_patch(obj, patch)
     except jsonpatch.JsonPatchTestFailed as exc:

@@ -643,8 +643,8 @@ def test_get_of_a_missing_object_is_not_found(cluster: KubeCluster, namespace: s
                  'The Deployment "nosel" is invalid', id="a deployment without a selector"),
     pytest.param("apiVersion: v1\nkind: Widget\nmetadata:\n  name: w\n",
                  'no matches for kind "Widget" in version "v1"', id="an unknown kind", marks=pytest.mark.xfail(
-                     strict=True, reason="kubectl's validation looks for the unknown kind in /openapi/v2 (not "
-                     "served: 404) and reports 'failed to download openapi' instead of the mapping error")),
+                     strict=True, reason="kubectl looks for a kind missing from /openapi/v3 in /openapi/v2, which "
+                     "is not served yet (a protobuf document), and reports 'failed to download openapi'")),
     pytest.param("apiVersion: v1\nkind: Pod\nmetadata:\n  name: [oops\n", "error converting YAML to JSON",
                  id="malformed YAML"),
 ])
@@ -656,8 +656,6 @@ def test_creating_an_invalid_manifest_fails_with_a_message(cluster: KubeCluster,
     assert cluster.kubectl("get", "all,configmaps", "-n", namespace, "-o", "name").stdout.strip() == ""
 
 
-@pytest.mark.xfail(strict=True, reason="fieldValidation=Strict is accepted but not enforced yet: the unknown "
-                   "field is accepted, and even stored in etcd")
 def test_a_misspelled_field_is_refused_by_strict_validation(cluster: KubeCluster, namespace: str,
                                                             tmp_path: Path) -> None:
     path = write(tmp_path, "typo.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: typo\ndat:\n  a: b\n")

@@ -60,32 +60,38 @@ def kind_tree(group: str, version: str, kind: str) -> Node | None:
     return _definition(name) if name else None
 
 
-@functools.cache
+# Every definition compiled so far, by name. A struct is stored before its fields are compiled, so that a
+# type that contains itself (JSONSchemaProps) compiles to a cycle instead of recursing forever.
+_compiled: dict[str, Node] = {}
+
+
 def _definition(name: str) -> Node:
-    # Cached before its fields are filled in, so that a type that contains itself compiles to a cycle.
+    node = _compiled.get(name)
+    if node is not None:
+        return node
     schema = schemas.definitions()[name]
     if name in _RAW:
-        return Node(ANY, go_type(name))
-    if name in _SPECIAL:
-        return Node(_SPECIAL[name], go_type(name))
-    if _is_object(schema) and "additionalProperties" not in schema:
-        node = Node(STRUCT, go_type(name),
-                    preserve_unknown_fields=bool(schema.get("x-kubernetes-preserve-unknown-fields")))
-        _definition_nodes[name] = node
-        node.fields = {key: _compile(sub) for key, sub in (schema.get("properties") or {}).items()}
-        return node
-    return _compile(schema)
+        node = Node(ANY, go_type(name))
+    elif name in _SPECIAL:
+        node = Node(_SPECIAL[name], go_type(name))
+    elif _is_object(schema) and "additionalProperties" not in schema:
+        node = _compiled[name] = Node(STRUCT, go_type(name))
+        _fill_struct(node, schema)
+    else:
+        node = _compile(schema)
+    _compiled[name] = node
+    return node
 
 
-# Struct nodes under construction, for references back into a type that is still compiling.
-_definition_nodes: dict[str, Node] = {}
+def _fill_struct(node: Node, schema: dict[str, Any]) -> None:
+    node.preserve_unknown_fields = bool(schema.get("x-kubernetes-preserve-unknown-fields"))
+    node.fields = {key: _compile(sub) for key, sub in (schema.get("properties") or {}).items()}
 
 
 def _compile(schema: dict[str, Any]) -> Node:
     ref = schema.get("$ref")
     if ref:
-        name = schemas.ref_name(ref)
-        return _definition_nodes.get(name) or _definition(name)
+        return _definition(schemas.ref_name(ref))
     types = _types(schema)
     if "array" in types:
         element = _compile(schema.get("items") or {})
@@ -95,8 +101,9 @@ def _compile(schema: dict[str, Any]) -> Node:
         if isinstance(values, dict):
             element = _compile(values)
             return Node(MAP, "map[string]" + element.go_type, element=element)
-        return Node(STRUCT, "struct", fields={k: _compile(s) for k, s in (schema.get("properties") or {}).items()},
-                    preserve_unknown_fields=bool(schema.get("x-kubernetes-preserve-unknown-fields")))
+        node = Node(STRUCT, "struct")
+        _fill_struct(node, schema)
+        return node
     return _scalar(types, schema.get("format"))
 
 

@@ -17,16 +17,16 @@ from __future__ import annotations
 
 import json
 import math
-from decimal import Decimal
 from collections.abc import Hashable
+from decimal import Decimal
 from typing import Any
 
 from ..errors import APIError, internal
 
-MAP = "map[string]interface {}"
-SLICE = "[]interface {}"
-_GO_TYPES: dict[type, str] = {dict: MAP, list: SLICE, str: "string", int: "int64", float: "float64",
-                              bool: "bool"}
+MAP_TYPE = "map[string]interface {}"
+SLICE_TYPE = "[]interface {}"
+_GO_TYPES: dict[type, str] = {dict: MAP_TYPE, list: SLICE_TYPE, str: "string", int: "int64",
+                              float: "float64", bool: "bool"}
 
 
 def go_type(value: Any) -> str:
