@@ -72,6 +72,15 @@ def resources_for_crd(crd: dict[str, Any]) -> list[Resource]:
     return found
 
 
+def version_schema(crd: dict[str, Any], version: str) -> dict[str, Any]:
+    """The `openAPIV3Schema` a CRD declares for one version ({} when it declares none)."""
+    for declared in _spec(crd).get("versions") or []:
+        if declared.get("name") == version:
+            schema = (declared.get("schema") or {}).get("openAPIV3Schema")
+            return schema if isinstance(schema, dict) else {}
+    return {}
+
+
 def accepted_status(crd: dict[str, Any], now: str) -> dict[str, Any]:
     """The status of a CRD whose names were accepted and whose resources are now served."""
     names = _spec(crd).get("names") or {}

@@ -86,7 +86,7 @@ class APIServer:
         self.custom_resources: CustomResourceController | None = None
         self.handler: ResourceHandler | None = None
         self.ready = asyncio.Event()
-        self.openapi = OpenAPIDocuments(self.registry)
+        self.openapi = OpenAPIDocuments(self.registry, custom_schema=self._custom_schema)
 
     async def start(self) -> None:
         if self.storage is None:
@@ -183,11 +183,12 @@ class APIServer:
         doc = self.openapi.documents.get(path)
         if doc is None:
             return responses.error_response(errors.route_not_found())
-        digest = self.openapi.hashes[path]
-        headers = {"ETag": f'"{digest}"'}
-        if request.query_params.get("hash") == digest:
-            headers["Cache-Control"] = "public, immutable"
+        headers = self.openapi.headers(path, request.query_params.get("hash"))
         return Response(doc, media_type="application/json", headers=headers)
+
+    def _custom_schema(self, res: Resource) -> dict[str, Any] | None:
+        """The `openAPIV3Schema` of a custom resource's CRD version, for its OpenAPI document."""
+        return self.custom_resources.schemas.get(res) if self.custom_resources else None
 
     async def version(self, request: Request) -> Response:
         return responses.json_response(VERSION_INFO)

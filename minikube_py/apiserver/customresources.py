@@ -18,7 +18,7 @@ import contextlib
 import logging
 from typing import TYPE_CHECKING, Any
 
-from ..api.crd import CLEANUP_FINALIZER, accepted_status, resources_for_crd
+from ..api.crd import CLEANUP_FINALIZER, accepted_status, resources_for_crd, version_schema
 from ..api.kinds import Resource
 from ..store.errors import KeyNotFoundError, StoreError
 from . import codec
@@ -34,6 +34,7 @@ class CustomResourceController:
     def __init__(self, server: APIServer) -> None:
         self.server = server
         self.installed: dict[str, list[Resource]] = {}
+        self.schemas: dict[Resource, dict[str, Any]] = {}  # each served version's openAPIV3Schema
         self._task: asyncio.Task[None] | None = None
 
     def start(self) -> None:
@@ -83,6 +84,8 @@ class CustomResourceController:
             if wanted != self.installed.get(name):
                 self._uninstall(name)
                 self._install(name, wanted)
+            for res in wanted:
+                self.schemas[res] = version_schema(crd, res.version)
             if not _established(crd):
                 await self._record_status(name)
         except (StoreError, ValueError) as exc:
@@ -95,6 +98,7 @@ class CustomResourceController:
 
     def _uninstall(self, name: str) -> None:
         for res in self.installed.pop(name, []):
+            self.schemas.pop(res, None)
             self.server.uninstall(res)
 
     async def _record_status(self, name: str) -> None:

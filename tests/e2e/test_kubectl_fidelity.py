@@ -86,8 +86,10 @@ def test_a_custom_resource_definition_is_usable_with_kubectl(cluster: KubeCluste
         "spec": {"group": group, "scope": "Namespaced",
                  "names": {"plural": "gadgets", "singular": "gadget", "kind": "Gadget", "shortNames": ["gd"]},
                  "versions": [{"name": "v1", "served": True, "storage": True,
-                               "schema": {"openAPIV3Schema": {"type": "object",
-                                                              "x-kubernetes-preserve-unknown-fields": True}},
+                               "schema": {"openAPIV3Schema": {
+                                   "type": "object", "description": "A gadget for the tests.",
+                                   "properties": {"spec": {"type": "object", "properties": {
+                                       "color": {"type": "string", "description": "The gadget's color."}}}}}},
                                "additionalPrinterColumns": [{"name": "Color", "type": "string",
                                                              "jsonPath": ".spec.color"}]}]},
     }
@@ -95,6 +97,8 @@ def test_a_custom_resource_definition_is_usable_with_kubectl(cluster: KubeCluste
     cluster.kubectl("wait", "--for=condition=Established", f"crd/gadgets.{group}", "--timeout=20s")
     gadget = {"apiVersion": f"{group}/v1", "kind": "Gadget", "metadata": {"name": "g1"}, "spec": {"color": "red"}}
     cluster.kubectl("create", "-n", namespace, "-f", str(write(tmp_path, "g.yaml", yaml.safe_dump(gadget))))
+    explained = cluster.kubectl("explain", "gadget.spec.color").stdout
+    assert "The gadget's color." in explained and "KIND:       Gadget" in explained
     table = cluster.kubectl("get", "gd", "-n", namespace).stdout
     assert table.split("\n")[0].split() == ["NAME", "COLOR"] and table.split("\n")[1].split() == ["g1", "red"]
     cluster.kubectl("patch", "gd", "g1", "-n", namespace, "--type=merge", "-p", '{"spec":{"color":"blue"}}')
