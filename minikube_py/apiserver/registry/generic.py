@@ -102,8 +102,9 @@ class ResourceStore:
             self.strategy.prepare_for_create(obj)
             prepare_for_create(self.resource, obj)
             apply_defaults(self.resource, obj)
+            self.strategy.canonicalize(obj)
             if validate:
-                self._validate(obj, validate_create(self.resource, obj))
+                self._validate(obj, validate_create(self.resource, obj) + self.strategy.validate(obj))
         if self.resource.namespaced and self.namespace_check is not None:
             await self.namespace_check(namespace)
         undo = await self.strategy.before_create(obj, dry_run)
@@ -203,6 +204,7 @@ class ResourceStore:
         new.setdefault("apiVersion", old.get("apiVersion"))
         new.setdefault("kind", old.get("kind"))
         apply_defaults(self.resource, new)
+        self.strategy.canonicalize(new)
         if not subresource:  # subresources (status, finalize, binding) have their own rules
             prepare_for_update(self.resource, new, old)
         self._bump_generation(new, old)
@@ -220,7 +222,7 @@ class ResourceStore:
         # a binding is the one sanctioned change to a pod's nodeName, which pod validation forbids
         if subresource != "binding":
             with decoding_errors():
-                self._validate(new, validate_update(self.resource, new, old))
+                self._validate(new, validate_update(self.resource, new, old) + self.strategy.validate(new))
         if dry_run:
             return new
         meta = new["metadata"]

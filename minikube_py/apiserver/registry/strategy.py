@@ -20,6 +20,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from ...api.crd import CLEANUP_FINALIZER
+from ...api.errors import FieldError
 from ...api.kinds import Resource
 
 Undo = Callable[[], Awaitable[None]] | None
@@ -44,6 +45,13 @@ class Strategy:
     def prepare_for_create(self, obj: dict[str, Any]) -> None:
         if self.resource.has_status():
             obj["status"] = {}
+
+    def canonicalize(self, obj: dict[str, Any]) -> None:
+        """Kind-specific defaulting and pruning beyond `api/defaults` (a custom resource's schema)."""
+
+    def validate(self, obj: dict[str, Any]) -> list[FieldError]:
+        """Kind-specific checks beyond `api/validation` (a custom resource's schema)."""
+        return []
 
     def graceful_delete_seconds(self, obj: dict[str, Any], requested: int | None) -> int:
         """Seconds the object lives on after a delete request; 0 deletes it now."""
