@@ -26,6 +26,7 @@ from starlette.responses import PlainTextResponse, Response
 from starlette.routing import Route
 
 from ..api import errors
+from ..api.crdschema import CompiledSchema
 from ..api.kinds import Registry, Resource, default_registry
 from ..auth.pki import first_service_ip
 from ..store.compactor import Compactor
@@ -107,12 +108,14 @@ class APIServer:
         self.custom_resources.start()
         self.ready.set()
 
-    def install(self, res: Resource) -> None:
-        """Start serving `res` (a custom resource's version): registry, store and watch cache."""
+    def install(self, res: Resource, schema: CompiledSchema) -> None:
+        """Start serving `res` (a custom resource's version, checked by `schema`): registry, store and watch
+        cache."""
         assert self.storage is not None and self.namespaces is not None
         self.registry.add(res)
         gvr = (res.group, res.version, res.plural)
-        self.stores[gvr] = ResourceStore(res, self.storage, CustomResourceStrategy(res), self.namespaces.check)
+        self.stores[gvr] = ResourceStore(res, self.storage, CustomResourceStrategy(res, schema),
+                                         self.namespaces.check)
         shared = next((c for c in self.cachers.values() if c.prefix == res.key_prefix), None)
         if shared is None:
             shared = Cacher(self.storage, res.key_prefix)

@@ -3,8 +3,8 @@
 `CustomResourceController` follows the CRDs in the apiserver's own watch cache and keeps what is served in
 step with them:
 
-* a new or changed CRD installs one resource per served version (registry entry, `ResourceStore`, watch
-  cache), after which discovery, Tables, lists, watches and writes work for it like for a built-in kind,
+* a new or changed CRD installs one resource per served version (registry entry, `ResourceStore` whose
+  strategy defaults, prunes and validates by the version's structural schema, watch cache), after which discovery, Tables, lists, watches and writes work for it like for a built-in kind,
   and the CRD's status gets the `NamesAccepted` and `Established` conditions;
 * a CRD being deleted (it carries the `customresourcecleanup.apiextensions.k8s.io` finalizer from its
   creation) stops being served, all its objects are deleted, and then the finalizer is removed so the CRD
@@ -19,6 +19,7 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from ..api.crd import CLEANUP_FINALIZER, accepted_status, resources_for_crd, version_schema
+from ..api.crdschema import compile_schema
 from ..api.kinds import Resource
 from ..store.errors import KeyNotFoundError, StoreError
 from . import codec
@@ -81,19 +82,19 @@ class CustomResourceController:
                 await self._clean_up(crd)
                 return
             wanted = resources_for_crd(crd)
-            if wanted != self.installed.get(name):
+            schemas = {res: version_schema(crd, res.version) for res in wanted}
+            if wanted != self.installed.get(name) or any(self.schemas.get(r) != s for r, s in schemas.items()):
                 self._uninstall(name)
-                self._install(name, wanted)
-            for res in wanted:
-                self.schemas[res] = version_schema(crd, res.version)
+                self._install(name, wanted, schemas)
             if not _established(crd):
                 await self._record_status(name)
         except (StoreError, ValueError) as exc:
             log.warning("custom resource definition %s: %s", name, exc)
 
-    def _install(self, name: str, resources: list[Resource]) -> None:
+    def _install(self, name: str, resources: list[Resource], schemas: dict[Resource, dict[str, Any]]) -> None:
         for res in resources:
-            self.server.install(res)
+            self.server.install(res, compile_schema(schemas[res]))
+            self.schemas[res] = schemas[res]
         self.installed[name] = resources
 
     def _uninstall(self, name: str) -> None:

@@ -115,3 +115,60 @@ def test_deleting_the_crd_deletes_its_objects(api: httpx.Client, namespace: str,
     assert api.post(CRD_URL, json=crd(widgets)).status_code == 201
     wait_established(api, f"widgets.{widgets}")
     assert api.get(url).json()["items"] == []
+
+
+def typed_crd(group: str) -> dict:
+    schema = {"type": "object", "properties": {"spec": {"type": "object", "required": ["size"], "properties": {
+        "size": {"type": "string", "enum": ["small", "large"]},
+        "replicas": {"type": "integer", "minimum": 0, "default": 1}}}}}
+    body = crd(group)
+    for version in body["spec"]["versions"]:
+        version["schema"] = {"openAPIV3Schema": schema}
+    return body
+
+
+@pytest.fixture()
+def typed_widgets(api: httpx.Client, namespace: str) -> str:
+    group = f"typed-{namespace}.example.com"
+    assert api.post(CRD_URL, json=typed_crd(group)).status_code == 201
+    wait_established(api, f"widgets.{group}")
+    return group
+
+
+def test_custom_resources_are_defaulted_and_pruned_by_their_schema(api: httpx.Client, namespace: str,
+                                                                    typed_widgets: str) -> None:
+    url = f"/apis/{typed_widgets}/v1/namespaces/{namespace}/widgets"
+    body = dict(widget("d", size="large", color="red"), apiVersion=f"{typed_widgets}/v1")
+    created = api.post(url, json=body)
+    assert created.status_code == 201, created.text
+    assert created.json()["spec"] == {"size": "large", "replicas": 1}
+
+
+@pytest.mark.parametrize("spec,field", [
+    ({"size": "huge"}, "spec.size"),
+    ({"size": "small", "replicas": -1}, "spec.replicas"),
+    ({"size": "small", "replicas": "two"}, "spec.replicas"),
+    ({}, "spec.size"),
+])
+def test_custom_resources_that_violate_their_schema_are_invalid(api: httpx.Client, namespace: str,
+                                                                 typed_widgets: str, spec: dict, field: str) -> None:
+    url = f"/apis/{typed_widgets}/v1/namespaces/{namespace}/widgets"
+    r = api.post(url, json={"apiVersion": f"{typed_widgets}/v1", "kind": "Widget", "metadata": {"name": "bad"},
+                            "spec": spec})
+    assert r.status_code == 422, r.text
+    assert field in {c["field"] for c in r.json()["details"]["causes"]}
+    assert api.get(f"{url}/bad").status_code == 404
+
+
+@pytest.mark.parametrize("schema", [
+    {"type": "object", "properties": {"spec": {"properties": {"a": {"type": "string"}}}}},
+    {"type": "object", "properties": {"spec": {"type": "object", "additionalProperties": {"type": "string"},
+                                               "properties": {"a": {"type": "string"}}}}},
+])
+def test_non_structural_crd_schemas_are_invalid(api: httpx.Client, namespace: str, schema: dict) -> None:
+    body = crd(f"nonstructural-{namespace}.example.com")
+    for version in body["spec"]["versions"]:
+        version["schema"] = {"openAPIV3Schema": schema}
+    r = api.post(CRD_URL, json=body)
+    assert r.status_code == 422, r.text
+    assert any("openAPIV3Schema" in c["field"] for c in r.json()["details"]["causes"])

@@ -81,8 +81,12 @@ def _versions(versions: list[dict[str, Any]]) -> list[FieldError]:
         schema = as_dict(version.get("schema")).get("openAPIV3Schema")
         if not isinstance(schema, dict):
             errs.append(required(f"spec.versions[{i}].schema.openAPIV3Schema", "schemas are required"))
-        elif not schema.get("type"):
-            errs.append(required(f"spec.versions[{i}].schema.openAPIV3Schema.type", "must not be empty at the root"))
+        else:
+            # imported here: crdschema itself builds on this validation package's helpers
+            from minikube_py.api.crdschema import structural_errors
+
+            errs += structural_errors(schema, f"spec.versions[{i}].schema.openAPIV3Schema",
+                                      status_subresource="status" in as_dict(version.get("subresources")))
     if not unique:
         errs.append(invalid_go("spec.versions", _VERSIONS_REPR, "must contain unique version names"))
     if sum(1 for v in versions if v.get("storage") is True) != 1:

@@ -20,6 +20,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from ...api.crd import CLEANUP_FINALIZER
+from ...api.crdschema import CompiledSchema
 from ...api.errors import FieldError
 from ...api.kinds import Resource
 
@@ -112,7 +113,19 @@ class ClaimStrategy(Strategy):
 
 
 class CustomResourceStrategy(Strategy):
-    """Custom resources count generations like built-in workloads do."""
+    """Custom resources: defaulted, pruned and validated by their CRD version's structural schema, and
+    counting generations like built-in workloads do."""
+
+    def __init__(self, resource: Resource, schema: CompiledSchema) -> None:
+        super().__init__(resource)
+        self.schema = schema
+
+    def canonicalize(self, obj: dict[str, Any]) -> None:
+        self.schema.default(obj)
+        self.schema.prune(obj)
+
+    def validate(self, obj: dict[str, Any]) -> list[FieldError]:
+        return self.schema.validate(obj)
 
     @property
     def tracks_generation(self) -> bool:

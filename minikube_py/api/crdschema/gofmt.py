@@ -1,0 +1,326 @@
+"""Go's view of decoded JSON values, and the `field.Error`s kube builds from them.
+
+kube-apiserver holds a custom resource as Go's `map[string]interface{}`: every value is a `map[string]
+interface {}`, a `[]interface {}`, a `string`, an `int64` (JSON integers stay integers), a `float64`, a
+`bool` or `nil`. The error texts users read are Go renderings of those values, so this module reproduces:
+
+* `render_value` — how `field.Error.ErrorBody()` prints a bad value (`"x"`, `5`, `1e+06`, `true`, `"null"`,
+  `map[string]interface {}{"a":1}`);
+* `go_json` — `encoding/json.Marshal` (used for non-string enum values and for the identity of list-set
+  items);
+* `go_deep_equal` — `reflect.DeepEqual` (an `int64` is never equal to a `float64`, nor a bool to a number);
+* the `field.Required/Invalid/TypeInvalid/NotSupported/Forbidden/TooLong/TooMany/Duplicate` builders with
+  apimachinery 1.32's wording (`Too many: 3: must have at most 2 items`).
+
+A FieldError's `message` is what Go's `ErrorBody()` returns, so `FieldError.describe()` equals Go's
+`Error()` ("<field>: <body>").
+"""
+
+from __future__ import annotations
+
+import math
+import unicodedata
+from decimal import Decimal
+from typing import Any
+
+from ..errors import FieldError
+
+INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
+
+
+def is_int(value: Any) -> bool:
+    """A JSON integer as Go decodes it into `interface{}` (an int64; bigger integers become float64)."""
+    return type(value) is int and INT64_MIN <= value <= INT64_MAX
+
+
+def is_float(value: Any) -> bool:
+    return type(value) is float or (type(value) is int and not is_int(value))
+
+
+def is_number(value: Any) -> bool:
+    return type(value) in (int, float)
+
+
+def go_quote(text: str) -> str:
+    """Go's `strconv.Quote` (`%q`): printable characters as they are, the rest escaped."""
+    out = ['"']
+    for ch in text:
+        code = ord(ch)
+        if ch in ('"', "\\"):
+            out.append("\\" + ch)
+        elif ch in _SHORT_ESCAPES:
+            out.append(_SHORT_ESCAPES[ch])
+        elif code < 0x20 or code == 0x7F:
+            out.append(f"\\x{code:02x}")
+        elif ch == " " or (code < 0x7F) or _printable(ch):
+            out.append(ch)
+        elif 0xD800 <= code <= 0xDFFF:
+            out.append("\\ufffd")
+        elif code < 0x10000:
+            out.append(f"\\u{code:04x}")
+        else:
+            out.append(f"\\U{code:08x}")
+    out.append('"')
+    return "".join(out)
+
+
+_SHORT_ESCAPES = {"\a": "\\a", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t", "\v": "\\v"}
+
+
+def _printable(ch: str) -> bool:
+    # Go's unicode.IsPrint: letters, marks, numbers, punctuation and symbols (and the ASCII space).
+    return unicodedata.category(ch)[0] in "LMNPS"
+
+
+def _shortest(number: float) -> tuple[str, str, int]:
+    """Sign, shortest round-tripping digits and where the decimal point goes (after `point` digits)."""
+    negative, digit_tuple, exponent = Decimal(repr(number)).normalize().as_tuple()
+    digits = "".join(map(str, digit_tuple))
+    return ("-" if negative else ""), digits, len(digits) + int(exponent)
+
+
+def _fixed(sign: str, digits: str, point: int) -> str:
+    if point <= 0:
+        return f"{sign}0.{'0' * -point}{digits}"
+    if point >= len(digits):
+        return sign + digits + "0" * (point - len(digits))
+    return f"{sign}{digits[:point]}.{digits[point:]}"
+
+
+def _exponent(sign: str, digits: str, point: int, min_digits: int) -> str:
+    fraction = "." + digits[1:] if len(digits) > 1 else ""
+    return f"{sign}{digits[0]}{fraction}e{'-' if point < 1 else '+'}{abs(point - 1):0{min_digits}d}"
+
+
+def go_float(number: float) -> str:
+    """Go's `%v` (and `%#v`) of a float64: shortest digits, exponent form below 1e-4 and from 1e+06."""
+    if math.isnan(number):
+        return "NaN"
+    if math.isinf(number):
+        return "+Inf" if number > 0 else "-Inf"
+    if number == 0:
+        return "-0" if math.copysign(1, number) < 0 else "0"
+    sign, digits, point = _shortest(number)
+    if not -4 <= point - 1 < 6:
+        return _exponent(sign, digits, point, 2)
+    return _fixed(sign, digits, point)
+
+
+def go_number(value: int | float) -> str:
+    """`%v` of a JSON number: an int64 as digits, anything else as a float64."""
+    return str(value) if is_int(value) else go_float(float(value))
+
+
+def go_sharp_v(value: Any) -> str:
+    """Go's `%#v` of a decoded JSON value (`map[string]interface {}{"a":1}`, `[]interface {}{"x", 2}`)."""
+    if value is None:
+        return "interface {}(nil)"
+    return _sharp_v_inner(value)
+
+
+def _sharp_v_inner(value: Any) -> str:
+    if value is None:
+        return "interface {}(nil)"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return go_quote(value)
+    if is_number(value):
+        return go_number(value)
+    if isinstance(value, dict):
+        body = ", ".join(f"{go_quote(str(k))}:{_sharp_v_inner(value[k])}" for k in sorted(value))
+        return f"map[string]interface {{}}{{{body}}}"
+    if isinstance(value, list | tuple):
+        return "[]interface {}{" + ", ".join(_sharp_v_inner(v) for v in value) + "}"
+    return str(value)
+
+
+def go_string_slice(values: list[str]) -> str:
+    """`%#v` of a `[]string`."""
+    return "[]string{" + ", ".join(go_quote(str(v)) for v in values) + "}"
+
+
+def go_v(value: Any) -> str:
+    """Go's `%v` of a decoded JSON value (`map[a:1]`, `[x 2]`, `<nil>`)."""
+    if value is None:
+        return "<nil>"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return value
+    if is_number(value):
+        return go_number(value)
+    if isinstance(value, dict):
+        return "map[" + " ".join(f"{k}:{go_v(value[k])}" for k in sorted(value)) + "]"
+    if isinstance(value, list | tuple):
+        return "[" + " ".join(go_v(v) for v in value) + "]"
+    return str(value)
+
+
+def go_json(value: Any) -> str:
+    """`encoding/json.Marshal` of a decoded JSON value: sorted keys, HTML-safe escapes, Go's floats."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return _json_string(value)
+    if is_int(value):
+        return str(value)
+    if is_number(value):
+        return _json_float(float(value))
+    if isinstance(value, dict):
+        return "{" + ",".join(f"{_json_string(str(k))}:{go_json(value[k])}" for k in sorted(value)) + "}"
+    if isinstance(value, list | tuple):
+        return "[" + ",".join(go_json(v) for v in value) + "]"
+    return _json_string(str(value))
+
+
+def _json_string(text: str) -> str:
+    out = ['"']
+    for ch in text:
+        code = ord(ch)
+        if ch in ('"', "\\"):
+            out.append("\\" + ch)
+        elif ch == "\n":
+            out.append("\\n")
+        elif ch == "\r":
+            out.append("\\r")
+        elif ch == "\t":
+            out.append("\\t")
+        elif code < 0x20 or ch in "<>&" or code in (0x2028, 0x2029):
+            out.append(f"\\u{code:04x}")
+        else:
+            out.append(ch)
+    out.append('"')
+    return "".join(out)
+
+
+def _json_float(number: float) -> str:
+    if math.isnan(number) or math.isinf(number):
+        return "null"
+    if number == 0:
+        return "-0" if math.copysign(1, number) < 0 else "0"
+    sign, digits, point = _shortest(number)
+    if abs(number) < 1e-6 or abs(number) >= 1e21:
+        return _exponent(sign, digits, point, 1)
+    return _fixed(sign, digits, point)
+
+
+def go_deep_equal(a: Any, b: Any) -> bool:
+    """`reflect.DeepEqual` on two decoded JSON values."""
+    if a is None or b is None:
+        return a is None and b is None
+    if isinstance(a, dict):
+        return isinstance(b, dict) and len(a) == len(b) and all(k in b and go_deep_equal(v, b[k])
+                                                                for k, v in a.items())
+    if isinstance(a, list):
+        return isinstance(b, list) and len(a) == len(b) and all(go_deep_equal(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, bool) or isinstance(b, bool):
+        return type(a) is type(b) and a == b
+    if is_number(a) and is_number(b):
+        return is_int(a) == is_int(b) and a == b
+    return type(a) is type(b) and a == b
+
+
+def scalar_key(value: Any) -> tuple[str, Any]:
+    """The identity of a scalar as a key of Go's `map[interface{}]...` (type and value)."""
+    if isinstance(value, bool):
+        return ("bool", value)
+    if is_int(value):
+        return ("int64", value)
+    if is_number(value):
+        return ("float64", float(value))
+    if value is None:
+        return ("nil", None)
+    return ("string", value)
+
+
+# field.Error builders ------------------------------------------------------------------------------------
+
+
+def render_value(value: Any) -> str:
+    """How `field.Error.ErrorBody()` prints a bad value."""
+    if value is None:
+        return '"null"'
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return go_quote(value)
+    if is_number(value):
+        return go_number(value)
+    if isinstance(value, GoRendered):
+        return value.text
+    return go_sharp_v(value)
+
+
+class GoRendered:
+    """A bad value whose Go rendering is given as text (a struct or a typed slice)."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+
+def _body(kind: str, value: Any, detail: str) -> str:
+    body = f"{kind}: {render_value(value)}"
+    return f"{body}: {detail}" if detail else body
+
+
+def required(path: str, detail: str = "") -> FieldError:
+    return FieldError("FieldValueRequired", path, "Required value" + (f": {detail}" if detail else ""))
+
+
+def forbidden(path: str, detail: str) -> FieldError:
+    return FieldError("FieldValueForbidden", path, "Forbidden" + (f": {detail}" if detail else ""))
+
+
+def invalid(path: str, value: Any, detail: str) -> FieldError:
+    return FieldError("FieldValueInvalid", path, _body("Invalid value", value, detail))
+
+
+def type_invalid(path: str, value: Any, detail: str) -> FieldError:
+    return FieldError("FieldValueTypeInvalid", path, _body("Invalid value", value, detail))
+
+
+def not_supported(path: str, value: Any, supported: list[str]) -> FieldError:
+    detail = "supported values: " + ", ".join(go_quote(s) for s in supported) if supported else ""
+    return FieldError("FieldValueNotSupported", path, _body("Unsupported value", value, detail))
+
+
+def duplicate(path: str, value: Any) -> FieldError:
+    return FieldError("FieldValueDuplicate", path, _body("Duplicate value", value, ""))
+
+
+def too_long(path: str, limit: int) -> FieldError:
+    detail = f"may not be more than {limit} bytes" if limit >= 0 else "value is too long"
+    return FieldError("FieldValueTooLong", path, f"Too long: {detail}")
+
+
+def too_many(path: str, actual: int, limit: int) -> FieldError:
+    detail = f"must have at most {limit} items" if limit >= 0 else "has too many items"
+    body = f"Too many: {actual}: {detail}" if actual >= 0 else f"Too many: {detail}"
+    return FieldError("FieldValueTooMany", path, body)
+
+
+# field.Path rendering ------------------------------------------------------------------------------------
+
+
+def child(path: str | None, name: str) -> str:
+    """`path.Child(name)`; None is Go's nil path (the root)."""
+    return f"{path}.{name}" if path else name
+
+
+def key(path: str | None, name: str) -> str:
+    """`path.Key(name)`: `spec.labels[app]`."""
+    return f"{path or ''}[{name}]"
+
+
+def index(path: str | None, i: int) -> str:
+    return f"{path or ''}[{i}]"
+
+
+def shown(path: str | None) -> str:
+    """`path.String()`: Go prints a nil path as `<nil>`."""
+    return "<nil>" if path is None else path
