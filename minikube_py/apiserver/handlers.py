@@ -27,6 +27,7 @@ from .options import ServerOptions
 from .registry.deletion import parse_delete_options
 from .registry.generic import ResourceStore
 from .registry.listing import Page, object_filter, parse_list_options
+from .registry.strategy import CustomResourceStrategy
 from .registry.subresources import bind, to_scale, update_scale
 from .request import RequestInfo, parse_resource_path
 from .watch import watch_events
@@ -266,6 +267,10 @@ class ResourceHandler:
         obj, warnings = fieldvalidation.check_fields(gvk or _gvk(resource), obj, raw if is_json else None, mode)
         if resource is not None:
             check_type(obj, resource)
+        if resource is not None and resource.custom and gvk is None:
+            strategy = self.stores[(resource.group, resource.version, resource.plural)].strategy
+            assert isinstance(strategy, CustomResourceStrategy)
+            warnings += fieldvalidation.check_unknown_fields(_gvk(resource), strategy.unknown_fields(obj), mode)
         return obj, warnings
 
 

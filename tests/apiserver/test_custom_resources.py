@@ -172,3 +172,16 @@ def test_non_structural_crd_schemas_are_invalid(api: httpx.Client, namespace: st
     r = api.post(CRD_URL, json=body)
     assert r.status_code == 422, r.text
     assert any("openAPIV3Schema" in c["field"] for c in r.json()["details"]["causes"])
+
+
+@pytest.mark.parametrize("mode,status,warned", [("Strict", 400, False), ("Warn", 201, True), ("Ignore", 201, False)])
+def test_field_validation_applies_to_custom_resources(api: httpx.Client, namespace: str, typed_widgets: str,
+                                                      mode: str, status: int, warned: bool) -> None:
+    url = f"/apis/{typed_widgets}/v1/namespaces/{namespace}/widgets"
+    body = {"apiVersion": f"{typed_widgets}/v1", "kind": "Widget", "metadata": {"name": f"fv-{mode.lower()}"},
+            "spec": {"size": "small", "colour": "red"}}
+    r = api.post(url, params={"fieldValidation": mode}, json=body)
+    assert r.status_code == status, r.text
+    if status == 400:
+        assert 'strict decoding error: unknown field "spec.colour"' in r.json()["message"]
+    assert ('unknown field \\"spec.colour\\"' in r.headers.get("warning", "")) == warned

@@ -131,6 +131,15 @@ def patch_errors(content_type: str, raw_patch: bytes, mode: str) -> list[str]:
     return untyped_strict_errors(patch)
 
 
+def check_unknown_fields(gvk: GVK, unknown_paths: list[str], mode: str) -> list[str]:
+    """Report fields a custom resource's schema prunes, as typed decoding reports unknown fields: 400 under
+    Strict, warnings under Warn, nothing under Ignore."""
+    strict_errors = [f'unknown field "{path}"' for path in unknown_paths]
+    if strict_errors and mode == STRICT:
+        raise _cannot_handle(gvk[2], gvk[1], strict_decoding_error(strict_errors))
+    return strict_errors if mode == WARN else []
+
+
 def strict_decoding_error(strict_errors: list[str]) -> str:
     return "strict decoding error: " + ", ".join(strict_errors)
 

@@ -16,6 +16,7 @@ Strategies are looked up by group-resource in `STRATEGIES`; kinds not listed use
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -123,6 +124,10 @@ class CustomResourceStrategy(Strategy):
     def canonicalize(self, obj: dict[str, Any]) -> None:
         self.schema.default(obj)
         self.schema.prune(obj)
+
+    def unknown_fields(self, obj: dict[str, Any]) -> list[str]:
+        """Paths of the fields in `obj` that the schema would prune (for `fieldValidation`)."""
+        return self.schema.prune(copy.deepcopy(obj))
 
     def validate(self, obj: dict[str, Any]) -> list[FieldError]:
         return self.schema.validate(obj)
