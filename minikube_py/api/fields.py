@@ -28,33 +28,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from minikube_py.api.errors import bad_request
+from minikube_py.api.gofmt import go_quote
 from minikube_py.api.kinds import Resource
 
 Object = Mapping[str, Any]
 
 METADATA_FIELDS = ("metadata.name", "metadata.namespace")
-
-
-def go_quote(text: str) -> str:
-    """`text` as Go's `%q` prints it, which is how kube quotes labels and values in its messages."""
-    if text.isascii() and text.isprintable() and '"' not in text and "\\" not in text:
-        return f'"{text}"'
-    return '"' + "".join(_go_escape(ch) for ch in text) + '"'
-
-
-_GO_ESCAPES = {'"': '\\"', "\\": "\\\\", "\a": "\\a", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r",
-               "\t": "\\t", "\v": "\\v"}
-
-
-def _go_escape(ch: str) -> str:
-    if ch in _GO_ESCAPES:
-        return _GO_ESCAPES[ch]
-    if ch.isprintable():
-        return ch
-    code = ord(ch)
-    if code < 0x80:
-        return f"\\x{code:02x}"
-    return f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
 
 
 # --- the messages kube's conversion functions answer an unknown label with ---------------------------------

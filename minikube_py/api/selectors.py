@@ -34,7 +34,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from minikube_py.api.errors import APIError, bad_request
-from minikube_py.api.fields import convert_field_label, go_quote
+from minikube_py.api.fields import convert_field_label
+from minikube_py.api.gofmt import go_quote
 from minikube_py.api.kinds import Resource
 
 Labels = Mapping[str, str]

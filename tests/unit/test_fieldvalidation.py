@@ -16,6 +16,7 @@ from minikube_py.api.errors import APIError
 from minikube_py.api.fieldvalidation import scalars
 from minikube_py.api.fieldvalidation.decoder import decode, loads_marking_duplicates
 from minikube_py.api.fieldvalidation.tree import STRING, STRUCT, Node
+from minikube_py.api.gofmt import go_v
 
 DEPLOYMENT = ("apps", "v1", "Deployment")
 POD = ("", "v1", "Pod")
@@ -248,8 +249,8 @@ def test_json_patch_operations_have_known_fields() -> None:
     assert fv.patch_errors("application/json-patch+json", raw, fv.IGNORE) == []
 
 
-def test_go_value_text_prints_like_gos_percent_v() -> None:
-    assert fv.go_value_text({"b": [1, "x", None], "a": {"c": True}}) == "map[a:map[c:true] b:[1 x <nil>]]"
+def test_go_v_prints_like_gos_percent_v() -> None:
+    assert go_v({"b": [1, "x", None], "a": {"c": True}}) == "map[a:map[c:true] b:[1 x <nil>]]"
 
 
 def test_warning_headers_quote_the_text() -> None:

@@ -100,7 +100,7 @@ def check_patched(gvk: GVK, patched: dict[str, Any], mode: str, *, patch_strict_
 
     `patch_strict_errors` come from the patch document itself (`patch_errors`). `shown` is the value kube
     quotes in the error: the patched object's JSON for JSON and merge patches (the default), the patch
-    document in Go's `%+v` form (`go_value_text`) for strategic merge patches.
+    document in Go's `%+v` form (`gofmt.go_v`) for strategic merge patches.
     """
     tree = kind_tree(*gvk)
     if tree is None:
@@ -166,14 +166,3 @@ def go_json(value: Any) -> str:
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
-def go_value_text(value: Any) -> str:
-    """A decoded JSON value printed as Go's `%+v` prints it: `map[spec:map[replicas:3]]`, `[a b]`."""
-    if isinstance(value, dict):
-        return "map[" + " ".join(f"{key}:{go_value_text(value[key])}" for key in sorted(value)) + "]"
-    if isinstance(value, list):
-        return "[" + " ".join(go_value_text(item) for item in value) + "]"
-    if value is None:
-        return "<nil>"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return str(value)

@@ -14,7 +14,8 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import APIError, bad_request
-from .values import go_format, go_quote, go_string, go_type
+from ..gofmt import go_quote, go_v
+from .values import go_string, go_type
 
 
 def unsupported_format() -> APIError:
@@ -44,7 +45,7 @@ def failure(message: str) -> APIError:
 
 
 def no_merge_key(item: dict[str, Any], merge_key: str) -> APIError:
-    return failure(f"map: {go_format(item)} does not contain declared merge key: {merge_key}")
+    return failure(f"map: {go_v(item)} does not contain declared merge key: {merge_key}")
 
 
 def bad_arg_type(expected: str, actual: Any) -> APIError:
@@ -52,7 +53,7 @@ def bad_arg_type(expected: str, actual: Any) -> APIError:
 
 
 def bad_patch_type(directive: Any, item: dict[str, Any]) -> APIError:
-    return failure(f"unknown patch type: {go_string(directive)} in map: {go_format(item)}")
+    return failure(f"unknown patch type: {go_string(directive)} in map: {go_v(item)}")
 
 
 def merge_directive_in_list() -> APIError:
@@ -64,7 +65,7 @@ def no_merge_key_declared(element_kind: str) -> APIError:
 
 
 def mixed_element_types(lists: list[list[Any]]) -> APIError:
-    return failure(f"list element types are not identical: {go_format(lists)}")
+    return failure(f"list element types are not identical: {go_v(lists)}")
 
 
 def no_elements() -> APIError:
@@ -76,8 +77,8 @@ def not_a_map(index: int) -> APIError:
 
 
 def order_mismatch(patch_list: list[Any], order: list[Any]) -> APIError:
-    return failure(f"The order in patch list:\n{go_format(patch_list)}\n doesn't match $setElementOrder list:\n"
-                   f"{go_format(order)}\n")
+    return failure(f"The order in patch list:\n{go_v(patch_list)}\n doesn't match $setElementOrder list:\n"
+                   f"{go_v(order)}\n")
 
 
 def field_not_found(struct_name: str, field: str) -> APIError:

@@ -15,13 +15,11 @@ This module holds those three rules so that the merge code can speak Python and 
 
 from __future__ import annotations
 
-import json
-import math
 from collections.abc import Hashable
-from decimal import Decimal
 from typing import Any
 
 from ..errors import APIError, internal
+from ..gofmt import go_v
 
 MAP_TYPE = "map[string]interface {}"
 SLICE_TYPE = "[]interface {}"
@@ -53,21 +51,6 @@ def uncomparable(value: Any) -> APIError:
     return internal(f"runtime error: hash of unhashable type {go_type(value)}")
 
 
-def go_format(value: Any) -> str:
-    """`fmt.Sprintf("%v", value)` for a decoded JSON value."""
-    if value is None:
-        return "<nil>"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, float):
-        return _go_float(value)
-    if isinstance(value, dict):
-        return "map[" + " ".join(f"{key}:{go_format(value[key])}" for key in sorted(value)) + "]"
-    if isinstance(value, list):
-        return "[" + " ".join(go_format(item) for item in value) + "]"
-    return str(value)
-
-
 def go_string(value: Any) -> str:
     """`fmt.Sprintf("%s", value)`: strings as they are, other scalars in Go's `%!s(type=value)` form."""
     if isinstance(value, str):
@@ -78,31 +61,6 @@ def go_string(value: Any) -> str:
         return "[" + " ".join(go_string(item) for item in value) + "]"
     if value is None:
         return "%!s(<nil>)"
-    return f"%!s({go_type(value)}={go_format(value)})"
+    return f"%!s({go_type(value)}={go_v(value)})"
 
 
-def go_quote(text: str) -> str:
-    """`fmt.Sprintf("%q", text)` for the printable strings that JSON keys are in practice."""
-    return json.dumps(text, ensure_ascii=False)
-
-
-def _go_float(number: float) -> str:
-    """Go's shortest `%v` of a float64: exponent form (`1e+06`) from a million up and below 1e-4."""
-    if math.isnan(number):
-        return "NaN"
-    if math.isinf(number):
-        return "+Inf" if number > 0 else "-Inf"
-    if number == 0:
-        return "-0" if math.copysign(1, number) < 0 else "0"
-    negative, digit_tuple, exponent = Decimal(repr(number)).normalize().as_tuple()
-    digits = "".join(map(str, digit_tuple))
-    point = len(digits) + int(exponent)
-    sign = "-" if negative else ""
-    if not -4 <= point - 1 < 6:
-        fraction = "." + digits[1:] if len(digits) > 1 else ""
-        return f"{sign}{digits[0]}{fraction}e{'-' if point < 1 else '+'}{abs(point - 1):02d}"
-    if point <= 0:
-        return f"{sign}0.{'0' * -point}{digits}"
-    if point >= len(digits):
-        return sign + digits + "0" * (point - len(digits))
-    return f"{sign}{digits[:point]}.{digits[point:]}"

@@ -13,14 +13,10 @@ import json
 from typing import Any
 
 from minikube_py.api.errors import FieldError, invalid
+from minikube_py.api.gofmt import go_quote
 
 IMMUTABLE = "field is immutable"
 NEGATIVE = "must be greater than or equal to 0"
-
-
-def go_quote(value: str) -> str:
-    """Go's `%q` for the strings kube prints (printable text stays as is, quotes and controls are escaped)."""
-    return json.dumps(value, ensure_ascii=False)
 
 
 def go_scalar(value: Any) -> str:
