@@ -9,8 +9,8 @@ from __future__ import annotations
 import os
 import socket
 import sys
-import time
 import textwrap
+import time
 import types
 
 import click
