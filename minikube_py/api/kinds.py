@@ -2,7 +2,8 @@
 
 A `Resource` describes one REST resource at one group/version: the names kubectl uses (`plural`,
 `singular`, `kind`, `short_names`), whether it lives in a namespace, its `categories` (`all` is what
-`kubectl get all` expands), its subresources, and where its objects live in etcd. Discovery, routing, the
+`kubectl get all` expands), its subresources (with, for a custom resource, the `ScalePaths` its `scale`
+subresource reads and writes), and where its objects live in etcd. Discovery, routing, the
 registry and the Tables all read this one table, so adding a kind starts here.
 
 Several versions may serve the same stored objects (core/v1 and events.k8s.io/v1 events, autoscaling/v1 and
@@ -37,6 +38,17 @@ SCALE = Subresource("scale", "Scale", "autoscaling", "v1")
 
 
 @dataclass(frozen=True)
+class ScalePaths:
+    """Where a custom resource keeps what its `scale` subresource shows (a CRD version's
+    `subresources.scale`): simple JSON paths such as `.spec.size`; no `label_selector` leaves the Scale's
+    selector empty."""
+
+    spec_replicas: str
+    status_replicas: str
+    label_selector: str = ""
+
+
+@dataclass(frozen=True)
 class Resource:
     group: str
     version: str
@@ -53,6 +65,9 @@ class Resource:
     custom: bool = False  # served for a CustomResourceDefinition
     # a CRD's additionalPrinterColumns, each (name, type, format, description, priority, jsonPath)
     printer_columns: tuple[tuple[str, str, str, str, int, str], ...] = ()
+    # a CRD's scale subresource paths; None: a built-in workload's `.spec.replicas`, `.status.replicas` and
+    # `.spec.selector`
+    scale_paths: ScalePaths | None = None
 
     @property
     def singular(self) -> str:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import random
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 from urllib.parse import parse_qsl
 
@@ -23,12 +23,13 @@ from ..api.kinds import Registry, Resource
 from . import negotiation, patch, responses
 from .cacher import Cacher
 from .consistency import ConsistentReads
+from .fieldmanager import check_apply_config, check_write_options, tracker_for
 from .options import ServerOptions
-from .registry.deletion import parse_delete_options
+from .registry.deletion import dry_run_requested, parse_delete_options
 from .registry.generic import ResourceStore
 from .registry.listing import Page, object_filter, parse_list_options
 from .registry.strategy import CustomResourceStrategy
-from .registry.subresources import bind, to_scale, update_scale
+from .registry.subresources import bind, set_replicas, to_scale, update_scale
 from .request import RequestInfo, parse_resource_path
 from .watch import watch_events
 
@@ -115,7 +116,7 @@ class ResourceHandler:
         else:
             obj = await store.get(info.namespace, info.name)
         if info.subresource == "scale":
-            return responses.json_response(to_scale(obj))
+            return responses.json_response(to_scale(store.resource, obj))
         if as_table and not info.subresource:
             rv = obj["metadata"].get("resourceVersion")
             return responses.json_response(responses.table(store.resource, [obj], include, list_rv=rv))
@@ -137,13 +138,14 @@ class ResourceHandler:
 
     async def _create(self, request: Request, info: RequestInfo, store: ResourceStore) -> Response:
         res = store.resource
-        dry_run = _dry_run(query_of(request))
+        dry_run = dry_run_requested(None, query_of(request).get("dryRun"), "CreateOptions")
         if info.subresource == "binding" or res.plural == "bindings":
             return await self._bind(request, info)
         if info.name or (res.namespaced and not info.namespace):
             raise errors.method_not_allowed("create")
+        tracker = tracker_for(store, query_of(request), _user_agent(request), "CreateOptions")
         body, warnings = await self._read_object(request, res, "CreateOptions")
-        created = await store.create(info.namespace, body, dry_run=dry_run)
+        created = await store.create(info.namespace, body, dry_run=dry_run, tracker=tracker)
         return _warn(responses.json_response(created, 201), warnings)
 
     async def _bind(self, request: Request, info: RequestInfo) -> Response:
@@ -158,18 +160,24 @@ class ResourceHandler:
     async def _write(self, request: Request, info: RequestInfo, store: ResourceStore) -> Response:
         if not info.name:
             raise errors.method_not_allowed(info.verb)
-        dry_run = _dry_run(query_of(request))
+        options_kind = "PatchOptions" if info.verb == "patch" else "UpdateOptions"
+        dry_run = dry_run_requested(None, query_of(request).get("dryRun"), options_kind)
         if info.verb == "patch":
             return await self._patch(request, info, store, dry_run)
         if info.subresource == "scale":
             scale, warnings = await self._read_object(request, None, "UpdateOptions", SCALE_GVK)
-            updated = await update_scale(store, info.namespace, info.name, scale, dry_run=dry_run)
+            tracker = tracker_for(store, query_of(request), _user_agent(request), "UpdateOptions",
+                                  subresource="scale")
+            updated = await update_scale(store, info.namespace, info.name, scale, dry_run=dry_run,
+                                         tracker=tracker)
             return _warn(responses.json_response(updated), warnings)
         body, warnings = await self._read_object(request, store.resource, "UpdateOptions")
         sub = "status" if info.subresource in ("status", "finalize") else ""
         if info.subresource == "finalize":
             return responses.json_response(await self._finalize(store, info.name, body, dry_run))
-        updated = await store.update(info.namespace, info.name, body, subresource=sub, dry_run=dry_run)
+        tracker = tracker_for(store, query_of(request), _user_agent(request), "UpdateOptions", subresource=sub)
+        updated = await store.update(info.namespace, info.name, body, subresource=sub, dry_run=dry_run,
+                                     tracker=tracker)
         return _warn(responses.json_response(updated), warnings)
 
     async def _finalize(self, store: ResourceStore, name: str, body: dict[str, Any], dry_run: bool) -> Any:
@@ -186,11 +194,15 @@ class ResourceHandler:
 
     async def _patch(self, request: Request, info: RequestInfo, store: ResourceStore, dry_run: bool) -> Response:
         content_type = negotiation.body_media_type(request.headers.get("content-type"))
+        if content_type == patch.APPLY_PATCH and info.subresource in ("", "status"):
+            return await self._apply(request, info, store, dry_run)
         raw = await self._read_raw(request)
         patch_body = patch.parse_patch(content_type, raw, store.resource)
-        mode = fieldvalidation.directive(query_of(request).get("fieldValidation"), "PatchOptions")
+        query = query_of(request)
+        mode = fieldvalidation.directive(query.get("fieldValidation"), "PatchOptions")
         strict = fieldvalidation.patch_errors(content_type, raw, mode)
         sub = info.subresource
+        tracker = tracker_for(store, query, _user_agent(request), "PatchOptions", subresource=sub)
         gvk = SCALE_GVK if sub == "scale" else _gvk(store.resource)
         precondition = ""
         if isinstance(patch_body, dict) and isinstance(patch_body.get("metadata"), dict):
@@ -199,18 +211,42 @@ class ResourceHandler:
 
         def apply(live: dict[str, Any]) -> dict[str, Any]:
             nonlocal warnings
-            target = to_scale(live) if sub == "scale" else live
+            target = to_scale(store.resource, live, for_update=True) if sub == "scale" else live
             patched = patch.apply_patch(content_type, target, patch_body, gvk)
             patched, warnings = fieldvalidation.check_patched(gvk, patched, mode, patch_strict_errors=strict)
             if sub == "scale":
-                live.setdefault("spec", {})["replicas"] = (patched.get("spec") or {}).get("replicas")
-                return live
+                return set_replicas(store.resource, live, (patched.get("spec") or {}).get("replicas"))
             negotiation.check_object_meta(patched.setdefault("metadata", {}))
             return patched
 
         updated = await store.guaranteed_update(info.namespace, info.name, apply, precondition=precondition,
-                                                subresource="" if sub == "scale" else sub, dry_run=dry_run)
-        return _warn(responses.json_response(to_scale(updated) if sub == "scale" else updated), warnings)
+                                                subresource="" if sub == "scale" else sub, dry_run=dry_run,
+                                                tracker=tracker)
+        return _warn(responses.json_response(to_scale(store.resource, updated) if sub == "scale" else updated),
+                     warnings)
+
+    async def _apply(self, request: Request, info: RequestInfo, store: ResourceStore, dry_run: bool) -> Response:
+        """Server-side apply: merge the configuration into the object, or create it from the configuration
+        (201) if there is none yet."""
+        query = query_of(request)
+        mode = fieldvalidation.directive(query.get("fieldValidation"), "PatchOptions")
+        check_write_options(query, "PatchOptions", apply=True)
+        raw = await self._read_raw(request)
+        config = negotiation.decode_body(raw, negotiation.YAML)
+        check_apply_config(config, store.resource, info.name)
+        config, warnings = self._checked_fields(store.resource, config, None, mode, None)
+        tracker = tracker_for(store, query, _user_agent(request), "PatchOptions", subresource=info.subresource,
+                              config=config)
+        try:
+            updated = await store.guaranteed_update(info.namespace, info.name, tracker.mutate,
+                                                    subresource=info.subresource, dry_run=dry_run,
+                                                    tracker=tracker)
+        except errors.APIError as err:
+            if err.code != 404 or info.subresource:
+                raise
+            created = await store.create(info.namespace, tracker.mutate({}), dry_run=dry_run, tracker=tracker)
+            return _warn(responses.json_response(created, 201), warnings)
+        return _warn(responses.json_response(updated), warnings)
 
     async def _delete(self, request: Request, info: RequestInfo, store: ResourceStore) -> Response:
         if info.subresource:
@@ -264,9 +300,15 @@ class ResourceHandler:
         obj = negotiation.decode_body(raw, content_type)
         mode = fieldvalidation.directive(query_of(request).get("fieldValidation"), options_kind)
         is_json = negotiation.body_media_type(content_type) == negotiation.JSON
-        obj, warnings = fieldvalidation.check_fields(gvk or _gvk(resource), obj, raw if is_json else None, mode)
+        obj, warnings = self._checked_fields(resource, obj, raw if is_json else None, mode, gvk)
         if resource is not None:
             check_type(obj, resource)
+        return obj, warnings
+
+    def _checked_fields(self, resource: Resource | None, obj: dict[str, Any], raw_json: bytes | None, mode: str,
+                        gvk: tuple[str, str, str] | None) -> tuple[dict[str, Any], list[str]]:
+        """`obj` checked field by field under `mode` (unknown fields dropped), with the warnings to send."""
+        obj, warnings = fieldvalidation.check_fields(gvk or _gvk(resource), obj, raw_json, mode)
         if resource is not None and resource.custom and gvk is None:
             strategy = self.stores[(resource.group, resource.version, resource.plural)].strategy
             assert isinstance(strategy, CustomResourceStrategy)
@@ -277,6 +319,10 @@ class ResourceHandler:
 def _gvk(resource: Resource | None) -> tuple[str, str, str]:
     assert resource is not None
     return (resource.group, resource.version, resource.kind)
+
+
+def _user_agent(request: Request) -> str:
+    return request.headers.get("user-agent", "")
 
 
 def _warn(response: Response, warnings: list[str]) -> Response:
@@ -307,15 +353,6 @@ def check_type(obj: dict[str, Any], resource: Resource) -> None:
                                  f"({resource.kind})")
     negotiation.check_object_meta(obj.setdefault("metadata", {}))
     obj["apiVersion"], obj["kind"] = resource.api_version, resource.kind
-
-
-def _dry_run(query: Mapping[str, str]) -> bool:
-    value = query.get("dryRun")
-    if value in (None, ""):
-        return False
-    if value != "All":
-        raise errors.bad_request(f'dryRun: Unsupported value: "{value}": supported values: "All"')
-    return True
 
 
 def _list_from_cache(store: ResourceStore, cacher: Cacher, namespace: str, options: Any) -> Page:

@@ -19,15 +19,14 @@ Documents are built when first asked for and again whenever the resources of the
 (custom resources come and go); each is served with its SHA-512 as ETag and in the index URL's `hash`, and
 a request naming the current hash may be cached for good (`immutable`), as kube does.
 
-The one switch: strategic merge patch is advertised when `minikube_py.api.strategicpatch` provides
-`apply_strategic_merge_patch` (see `strategic_merge_patch_served`).
+Each PATCH operation lists the patch bodies the resource takes (`patch.patch_types`): kubectl computes a
+client-side apply's strategic merge patch from these schemas when it sees that content type.
 """
 
 from __future__ import annotations
 
 import copy
 import hashlib
-import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -36,11 +35,9 @@ import orjson
 
 from ..api import schemas
 from ..api.kinds import Registry, Resource, Subresource
+from .patch import patch_types
 
 JSON = "application/json"
-JSON_PATCH = "application/json-patch+json"
-MERGE_PATCH = "application/merge-patch+json"
-STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
 META = "io.k8s.apimachinery.pkg.apis.meta.v1."
 STATUS_SCHEMA, DELETE_OPTIONS, PATCH_SCHEMA = META + "Status", META + "DeleteOptions", META + "Patch"
 RESOURCE_LIST = META + "APIResourceList"
@@ -50,26 +47,6 @@ SECURITY_SCHEMES = {"BearerToken": {"type": "apiKey", "name": "authorization", "
 
 # Given a custom resource version, its CRD's `schema.openAPIV3Schema` (None if the CRD has none).
 CustomSchema = Callable[[Resource], dict[str, Any] | None]
-
-
-def strategic_merge_patch_served() -> bool:
-    """True once the strategic merge patch implementation exists; kubectl then computes apply patches from
-    our schemas instead of its compiled-in types. This is the only place that decides it."""
-    try:
-        module = importlib.import_module("minikube_py.api.strategicpatch")
-    except ModuleNotFoundError as exc:
-        if exc.name != "minikube_py.api.strategicpatch":
-            raise
-        return False
-    return callable(getattr(module, "apply_strategic_merge_patch", None))
-
-
-def patch_content_types(res: Resource) -> list[str]:
-    """The PATCH bodies a resource takes; as in kube, custom resources take no strategic merge patch."""
-    types = [JSON_PATCH, MERGE_PATCH]
-    if not res.custom and strategic_merge_patch_served():
-        types.append(STRATEGIC_MERGE_PATCH)
-    return types
 
 
 def gv_path(group: str, version: str) -> str:
@@ -182,7 +159,7 @@ def _operation(action: str, operation_id: str, description: str, target: Target,
     if action in ("post", "put"):
         op["requestBody"] = {"content": _content(target.schema, "*/*"), "required": True}
     elif action == "patch":
-        op["requestBody"] = {"content": _content(PATCH_SCHEMA, *patch_content_types(res)), "required": True}
+        op["requestBody"] = {"content": _content(PATCH_SCHEMA, *patch_types(res)), "required": True}
     elif action in ("delete", "deletecollection"):
         op["requestBody"] = {"content": _content(DELETE_OPTIONS, "*/*")}
     return op

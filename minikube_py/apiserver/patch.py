@@ -3,6 +3,7 @@
 `kubectl label`, `annotate` and `scale` send merge patches; `kubectl rollout undo` sends a JSON patch;
 `kubectl apply`, `set image` and `edit` send strategic merge patches (`api/strategicpatch`), which only
 built-in kinds accept: a custom resource has no merge keys to follow, so it answers 415, as kube does.
+Server-side apply bodies (`kubectl apply --server-side`) go to `handlers._apply` and `api/managedfields`.
 A patch is applied to the live object inside the registry's read-modify-write loop, so it always applies to
 the current version; a `metadata.resourceVersion` in the patched result is a precondition (409 if stale).
 """
@@ -23,7 +24,14 @@ MERGE_PATCH = "application/merge-patch+json"
 JSON_PATCH = "application/json-patch+json"
 STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
 APPLY_PATCH = "application/apply-patch+yaml"
-SUPPORTED = [JSON_PATCH, MERGE_PATCH, STRATEGIC_MERGE_PATCH]
+
+
+def patch_types(resource: Resource) -> list[str]:
+    """The PATCH bodies a resource takes, in kube's order; custom resources take no strategic merge patch.
+    Server-side apply (`APPLY_PATCH`) is handled by `fieldmanager`, the others here."""
+    if resource.custom:
+        return [JSON_PATCH, MERGE_PATCH, APPLY_PATCH]
+    return [JSON_PATCH, MERGE_PATCH, STRATEGIC_MERGE_PATCH, APPLY_PATCH]
 
 
 def merge_patch(target: Any, patch: Any) -> Any:
@@ -40,8 +48,8 @@ def merge_patch(target: Any, patch: Any) -> Any:
 
 
 def parse_patch(content_type: str, raw: bytes, resource: Resource) -> Any:
-    supported = [JSON_PATCH, MERGE_PATCH] if resource.custom else SUPPORTED
-    if content_type not in supported:
+    supported = patch_types(resource)
+    if content_type not in supported or content_type == APPLY_PATCH:
         raise errors.unsupported_media_type(content_type, supported)
     try:
         patch = orjson.loads(raw)
@@ -60,14 +68,22 @@ def apply_patch(content_type: str, obj: dict[str, Any], patch: Any, gvk: tuple[s
         return merge_patch(obj, patch)
     if content_type == STRATEGIC_MERGE_PATCH:
         return apply_strategic_merge_patch(obj, patch, *gvk)
-    try:
-        result = jsonpatch.apply_patch(obj, patch)
-    except jsonpatch.JsonPatchTestFailed as exc:
-        raise errors.APIError(422, "Invalid", f"the server rejected our request due to an error in our request: "
-                              f"testing value failed: {exc}") from None
-    except (jsonpatch.JsonPatchException, jsonpatch.JsonPointerException, TypeError, KeyError) as exc:
-        raise errors.APIError(422, "Invalid", f"the server rejected our request due to an error in our request: "
-                              f"{exc}") from None
+    result: Any = obj
+    for op in patch:  # one operation at a time, to name the one that failed as kube does
+        try:
+            result = jsonpatch.apply_patch(result, [op])
+        except jsonpatch.JsonPatchTestFailed:
+            raise _rejected(f"testing value {op.get('path')} failed: test failed") from None
+        except (jsonpatch.JsonPatchException, jsonpatch.JsonPointerException, TypeError, KeyError,
+                AttributeError) as exc:
+            raise _rejected(f"{op.get('op') if isinstance(op, dict) else op} operation does not apply: {exc}") \
+                from None
     if not isinstance(result, dict):
         raise errors.bad_request("the patched object is not a JSON object")
     return result
+
+
+def _rejected(detail: str) -> errors.APIError:
+    """422 as kube answers a JSON patch that cannot apply: a fixed message, the reason in the cause."""
+    return errors.APIError(422, "Invalid", "the server rejected our request due to an error in our request",
+                           {"causes": [{"reason": "UnexpectedServerResponse", "message": detail}]})

@@ -161,7 +161,7 @@ def test_unknown_bearer_token_is_unauthorized(control_plane) -> None:
 
 def test_bad_dry_run_and_delete_options(api: httpx.Client, namespace: str) -> None:
     url = f"/api/v1/namespaces/{namespace}/configmaps"
-    assert_status(api.post(url, params={"dryRun": "Yes"}, json=configmap("x")), 400, "BadRequest")
+    assert_status(api.post(url, params={"dryRun": "Yes"}, json=configmap("x")), 422, "Invalid")
     api.post(url, json=configmap("keep"))
     r = api.request("DELETE", f"{url}/keep", content=json.dumps({"propagationPolicy": "Sideways"}))
     assert_status(r, 400, "BadRequest")

@@ -2,8 +2,10 @@
 
 The Python client is the other everyday client of an apiserver, and it differs from kubectl on the wire: it
 sends JSON bodies without a Content-Type, asks for `/version/` with a trailing slash, uses typed APIs
-(`CoreV1Api`, `AppsV1Api`), and reads watch streams line by line. These tests do CRUD on pods, configmaps
-and deployments, list with selectors and pages, and watch changes, all through the client's own API.
+(`CoreV1Api`, `AppsV1Api`), picks a patch's Content-Type from the body (a list is a JSON patch, a dict a
+strategic merge patch unless `_content_type` says otherwise), and reads watch streams line by line. These
+tests do CRUD on pods, configmaps and deployments, patch them with each patch type, list with selectors and
+pages, and watch changes, all through the client's own API.
 Each test works in its own namespace of the session's shared cluster.
 """
 
@@ -315,3 +317,92 @@ def test_watch_of_deployments_in_all_namespaces(apps: client.AppsV1Api, ns: str)
         seen.append((event["type"], type(event["object"]).__name__, event["object"].metadata.name))
         stream.stop()
     assert seen == [("ADDED", "V1Deployment", "everywhere")]
+
+
+# patches: the content type the client picks, and what each type does ----------------------------------------
+
+
+@pytest.fixture()
+def sent_content_types(api_client: client.ApiClient, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The Content-Type of every PATCH the client sends while the test runs."""
+    seen: list[str] = []
+    pool = api_client.rest_client.pool_manager
+    original = pool.request
+
+    def recording(method: str, url: str, *args: Any, **kwargs: Any) -> Any:
+        if method == "PATCH":
+            seen.append((kwargs.get("headers") or {}).get("Content-Type", ""))
+        return original(method, url, *args, **kwargs)
+
+    monkeypatch.setattr(pool, "request", recording)
+    return seen
+
+
+def two_container_deployment(name: str) -> client.V1Deployment:
+    body = deployment(name)
+    body.spec.template.spec.containers.append(client.V1Container(name="sidecar", image="busybox:1.36"))
+    return body
+
+
+def test_configmap_patch_with_a_dict_is_sent_as_a_strategic_merge_patch(core: client.CoreV1Api, ns: str,
+                                                                         sent_content_types: list[str]) -> None:
+    core.create_namespaced_config_map(ns, configmap("dict", a="1", b="2"))
+    patched = core.patch_namespaced_config_map("dict", ns, {"data": {"a": "10", "b": None, "c": "3"}})
+    assert sent_content_types == ["application/strategic-merge-patch+json"]
+    assert patched.data == {"a": "10", "c": "3"}
+    assert core.read_namespaced_config_map("dict", ns).data == {"a": "10", "c": "3"}
+
+
+def test_configmap_merge_patch_when_the_content_type_is_chosen(core: client.CoreV1Api, ns: str,
+                                                               sent_content_types: list[str]) -> None:
+    core.create_namespaced_config_map(ns, configmap("merged", {"stage": "beta", "team": "a"}, a="1"))
+    patched = core.patch_namespaced_config_map(
+        "merged", ns, {"metadata": {"labels": {"stage": None, "owner": "me"}}, "data": {"b": "2"}},
+        _content_type="application/merge-patch+json")
+    assert sent_content_types == ["application/merge-patch+json"]
+    assert patched.metadata.labels == {"team": "a", "owner": "me"}
+    assert patched.data == {"a": "1", "b": "2"}
+
+
+def test_deployment_strategic_merge_patch_changes_one_container_by_name(apps: client.AppsV1Api, ns: str,
+                                                                        sent_content_types: list[str]) -> None:
+    apps.create_namespaced_deployment(ns, two_container_deployment("smp"))
+    patch = {"spec": {"template": {"spec": {"containers": [{"name": "sidecar", "image": "busybox:1.37"}]}}}}
+    patched = apps.patch_namespaced_deployment("smp", ns, patch)
+    assert sent_content_types == ["application/strategic-merge-patch+json"]
+    images = [(c.name, c.image) for c in patched.spec.template.spec.containers]
+    assert images == [("app", "nginx:1.27"), ("sidecar", "busybox:1.37")]
+    assert patched.metadata.generation == 2
+    live = apps.read_namespaced_deployment("smp", ns)
+    assert [(c.name, c.image) for c in live.spec.template.spec.containers] == images
+
+
+def test_deployment_merge_patch_replaces_the_whole_container_list(apps: client.AppsV1Api, ns: str) -> None:
+    apps.create_namespaced_deployment(ns, two_container_deployment("mp"))
+    patch = {"spec": {"template": {"spec": {"containers": [{"name": "sidecar", "image": "busybox:1.37"}]}}}}
+    patched = apps.patch_namespaced_deployment("mp", ns, patch, _content_type="application/merge-patch+json")
+    assert [(c.name, c.image) for c in patched.spec.template.spec.containers] == [("sidecar", "busybox:1.37")]
+
+
+def test_deployment_json_patch_list_is_sent_as_a_json_patch(apps: client.AppsV1Api, ns: str,
+                                                            sent_content_types: list[str]) -> None:
+    apps.create_namespaced_deployment(ns, two_container_deployment("jp"))
+    patched = apps.patch_namespaced_deployment("jp", ns, [
+        {"op": "test", "path": "/spec/template/spec/containers/1/name", "value": "sidecar"},
+        {"op": "replace", "path": "/spec/template/spec/containers/1/image", "value": "busybox:1.37"},
+        {"op": "replace", "path": "/spec/replicas", "value": 3}])
+    assert sent_content_types == ["application/json-patch+json"]
+    assert patched.spec.replicas == 3 and patched.spec.template.spec.containers[1].image == "busybox:1.37"
+
+
+def test_deployment_json_patch_with_a_failing_test_is_422_and_changes_nothing(apps: client.AppsV1Api,
+                                                                              ns: str) -> None:
+    apps.create_namespaced_deployment(ns, two_container_deployment("guard"))
+    before = apps.read_namespaced_deployment("guard", ns)
+    with pytest.raises(ApiException) as raised:
+        apps.patch_namespaced_deployment("guard", ns, [
+            {"op": "test", "path": "/spec/replicas", "value": 5},
+            {"op": "replace", "path": "/spec/replicas", "value": 0}])
+    assert raised.value.status == 422
+    after = apps.read_namespaced_deployment("guard", ns)
+    assert after.metadata.resource_version == before.metadata.resource_version and after.spec.replicas == 1

@@ -279,7 +279,7 @@ CORE_CASES = [
      {"roleRef": {"kind": "Role", "name": "r"}, "subjects": [{"kind": "User", "name": "u"},
                                                              {"kind": "ServiceAccount", "name": "sa"}]},
      {"roleRef.apiGroup": "rbac.authorization.k8s.io", "subjects.0.apiGroup": "rbac.authorization.k8s.io",
-      "subjects.1.apiGroup": ""}),
+      "subjects.1": {"kind": "ServiceAccount", "name": "sa"}}),
     ("a CRD derives its singular and list kind", ("apiextensions.k8s.io", "v1", "customresourcedefinitions"),
      {"spec": {"names": {"kind": "Widget", "plural": "widgets"}}},
      {"spec.names.singular": "widget", "spec.names.listKind": "WidgetList", "spec.conversion": {"strategy": "None"}}),

@@ -133,13 +133,12 @@ def test_the_scale_subresource_speaks_autoscaling_v1_scale() -> None:
     assert openapi.tag("rbac.authorization.k8s.io", "v1") == "rbacAuthorization_v1"
 
 
-@pytest.mark.parametrize("served", [True, False])
-def test_strategic_merge_patch_is_advertised_only_when_it_is_served(served: bool,
-                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(openapi, "strategic_merge_patch_served", lambda: served)
+def test_patch_operations_list_the_patch_bodies_each_kind_takes() -> None:
     docs = OpenAPIDocuments(default_registry()).documents
     op = orjson.loads(docs["apis/apps/v1"])["paths"]["/apis/apps/v1/namespaces/{namespace}/deployments/{name}"]
-    assert ("application/strategic-merge-patch+json" in op["patch"]["requestBody"]["content"]) is served
+    assert set(op["patch"]["requestBody"]["content"]) == {
+        "application/json-patch+json", "application/merge-patch+json", "application/strategic-merge-patch+json",
+        "application/apply-patch+yaml"}
 
 
 def crontab(version: str = "v1") -> Resource:

@@ -86,9 +86,9 @@ def role_binding(obj: dict[str, Any]) -> None:
     set_default(child(obj, "roleRef"), "apiGroup", RBAC_GROUP)
     for subject in dicts(obj, "subjects"):
         if not subject.get("apiGroup"):
-            if subject.get("kind") == "ServiceAccount":
-                subject["apiGroup"] = ""
-            elif subject.get("kind") in ("User", "Group"):
+            # a service account is in the core group: "", which Go's JSON drops (`apiGroup,omitempty`)
+            subject.pop("apiGroup", None)
+            if subject.get("kind") in ("User", "Group"):
                 subject["apiGroup"] = RBAC_GROUP
 
 

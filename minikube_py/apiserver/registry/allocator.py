@@ -55,6 +55,14 @@ class Range:
             raise AllocationError("provided value is already allocated")
         return False
 
+    async def check(self, value: str, owner: str) -> None:
+        """What `allocate` would say about `value`, without claiming it (for dry runs)."""
+        if not self.contains(value):
+            raise AllocationError(f"provided {value} is not in the valid range")
+        current = await self.storage.get(self.prefix + value)
+        if current is not None and current.value.decode() != owner:
+            raise AllocationError("provided value is already allocated")
+
     async def allocate_next(self, owner: str) -> str:
         for _ in range(_ATTEMPTS):
             value = self.render(self.first + random.randrange(self.size))

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...api import errors
+from ...api.gofmt import go_quote
 from ...api.kinds import Resource
 
 FOREGROUND = "foregroundDeletion"
@@ -48,14 +49,30 @@ def parse_delete_options(body: dict[str, Any] | None, query: Mapping[str, str]) 
     if orphan is not None:
         policy = "Orphan" if orphan else "Background"
     pre = body.get("preconditions") or {}
-    dry_run = body.get("dryRun") or query.get("dryRun")
+    dry_run = dry_run_requested(body.get("dryRun"), query.get("dryRun"))
     return DeleteOptions(
         grace_period_seconds=_grace(grace),
         propagation_policy=policy,
         precondition_uid=pre.get("uid"),
         precondition_resource_version=pre.get("resourceVersion"),
-        dry_run=bool(dry_run),
+        dry_run=dry_run,
     )
+
+
+def dry_run_requested(in_body: Any, in_query: str | None, options_kind: str = "DeleteOptions") -> bool:
+    """`dryRun` from the body (a list, as kubectl sends it in DeleteOptions) or the query, for any write;
+    kube validates the write's options after decoding them, so an unknown value is 422 Invalid naming
+    `options_kind`, never a write that quietly runs dry (or not)."""
+    if in_body is None or in_body == []:
+        values = [in_query] if in_query else []
+    else:
+        values = in_body if isinstance(in_body, list) else [in_body]
+    if any(value != "All" for value in values):
+        shown = ", ".join(go_quote(str(value)) for value in values)
+        problem = errors.FieldError("FieldValueNotSupported", "dryRun",
+                                    f'Unsupported value: []string{{{shown}}}: supported values: "All"')
+        raise errors.invalid_object(options_kind, "meta.k8s.io", "", [problem])
+    return bool(values)
 
 
 def _grace(value: Any) -> int | None:

@@ -27,6 +27,7 @@ from ...api import errors
 from ...api.conversion import from_storage, to_storage
 from ...api.defaults import apply_defaults, prepare_for_create, prepare_for_update
 from ...api.kinds import Resource
+from ...api.managedfields import FieldTracker
 from ...api.validation import validate_create, validate_update
 from ...store.errors import ConflictError, KeyExistsError, KeyNotFoundError
 from ...store.interface import KeyValue, Storage
@@ -90,9 +91,10 @@ class ResourceStore:
     # create ---------------------------------------------------------------------------------------
 
     async def create(self, namespace: str, obj: dict[str, Any], *, dry_run: bool = False,
-                     validate: bool = True) -> dict[str, Any]:
-        """Create `obj`; `validate=False` is for the apiserver's own bookkeeping objects only (kube's endpoint
-        reconciler writes the `kubernetes` Endpoints straight to storage, even with a loopback address)."""
+                     validate: bool = True, tracker: FieldTracker | None = None) -> dict[str, Any]:
+        """Create `obj`, recording its fields for `tracker`'s manager; `validate=False` is for the
+        apiserver's own bookkeeping objects only (kube's endpoint reconciler writes the `kubernetes`
+        Endpoints straight to storage, even with a loopback address)."""
         meta = codec.meta(obj)
         self._set_namespace(meta, namespace)
         with decoding_errors():
@@ -103,12 +105,16 @@ class ResourceStore:
             prepare_for_create(self.resource, obj)
             apply_defaults(self.resource, obj)
             self.strategy.canonicalize(obj)
+            if tracker is not None:
+                tracker.track(None, obj)
             if validate:
                 self._validate(obj, validate_create(self.resource, obj) + self.strategy.validate(obj))
         if self.resource.namespaced and self.namespace_check is not None:
             await self.namespace_check(namespace)
         undo = await self.strategy.before_create(obj, dry_run)
-        if dry_run:
+        if dry_run:  # the same answer a real create would get, but nothing written
+            if await self.storage.get(self.key(namespace, meta["name"])) is not None:
+                raise errors.already_exists(self.resource.group_resource, meta["name"])
             return obj
         try:
             revision = await self.storage.create(self.key(namespace, meta["name"]), self.encode(obj))
@@ -147,7 +153,7 @@ class ResourceStore:
     # update ---------------------------------------------------------------------------------------
 
     async def update(self, namespace: str, name: str, obj: dict[str, Any], *, subresource: str = "",
-                     dry_run: bool = False) -> dict[str, Any]:
+                     dry_run: bool = False, tracker: FieldTracker | None = None) -> dict[str, Any]:
         """Replace the object (PUT) with `obj`, honouring a resourceVersion precondition in its metadata."""
         meta = codec.meta(obj)
         if meta.get("name") and meta["name"] != name:
@@ -158,12 +164,13 @@ class ResourceStore:
         precondition = str(meta.get("resourceVersion") or "")
         return await self.guaranteed_update(namespace, name, lambda _old: copy.deepcopy(obj),
                                             precondition=precondition, subresource=subresource,
-                                            dry_run=dry_run)
+                                            dry_run=dry_run, tracker=tracker)
 
     async def guaranteed_update(self, namespace: str, name: str, mutate: Mutation, *, precondition: str = "",
-                                subresource: str = "", dry_run: bool = False) -> dict[str, Any]:
-        """Read, apply `mutate` to a copy of the live object, and write back; retry on races unless the
-        caller pinned a resourceVersion."""
+                                subresource: str = "", dry_run: bool = False,
+                                tracker: FieldTracker | None = None) -> dict[str, Any]:
+        """Read, apply `mutate` to a copy of the live object, record the change in managedFields for
+        `tracker`'s manager, and write back; retry on races unless the caller pinned a resourceVersion."""
         key = self.key(namespace, name)
         while True:
             kv = await self.storage.get(key)
@@ -174,6 +181,8 @@ class ResourceStore:
             old = self.decode(kv)
             with decoding_errors():
                 new = self._prepare_update(mutate(copy.deepcopy(old)), old, subresource)
+                if tracker is not None:
+                    tracker.track(old, new)
             if new == old:
                 return old
             try:
@@ -224,6 +233,7 @@ class ResourceStore:
             with decoding_errors():
                 self._validate(new, validate_update(self.resource, new, old) + self.strategy.validate(new))
         if dry_run:
+            await self.strategy.before_update(new, old, dry_run=True)
             return new
         meta = new["metadata"]
         if meta.get("deletionTimestamp") and not meta.get("finalizers") and not _waits_for_grace(meta) \

@@ -41,7 +41,9 @@ class ServiceStrategy(Strategy):
         obj["status"] = {"loadBalancer": {}}
 
     async def before_create(self, obj: dict[str, Any], dry_run: bool) -> Undo:
-        if dry_run:
+        if dry_run:  # the same answer as a real create, but nothing claimed
+            await self._claim_cluster_ip(obj, [], dry_run=True)
+            await self._claim_node_ports(obj, [], dry_run=True)
             return None
         claimed: list[tuple[Range, str]] = []
 
@@ -58,13 +60,11 @@ class ServiceStrategy(Strategy):
         return undo
 
     async def before_update(self, new: dict[str, Any], old: dict[str, Any], dry_run: bool) -> None:
-        if dry_run:
-            return
         claimed: list[tuple[Range, str]] = []
         try:
             if not (old.get("spec") or {}).get("clusterIP") or (old.get("spec") or {}).get("clusterIP") == "None":
-                await self._claim_cluster_ip(new, claimed)
-            await self._claim_node_ports(new, claimed, already=set(_node_ports(old)))
+                await self._claim_cluster_ip(new, claimed, dry_run=dry_run)
+            await self._claim_node_ports(new, claimed, already=set(_node_ports(old)), dry_run=dry_run)
         except BaseException:
             for rng, value in claimed:
                 await rng.release(value, _owner(new))
@@ -85,7 +85,8 @@ class ServiceStrategy(Strategy):
         for port in _node_ports(obj):
             await self.ports.release(port, _owner(obj))
 
-    async def _claim_cluster_ip(self, obj: dict[str, Any], claimed: list[tuple[Range, str]]) -> None:
+    async def _claim_cluster_ip(self, obj: dict[str, Any], claimed: list[tuple[Range, str]],
+                                dry_run: bool = False) -> None:
         spec = obj.setdefault("spec", {})
         if not _wants_cluster_ip(spec):
             if spec.get("type") == "ExternalName":
@@ -95,8 +96,13 @@ class ServiceStrategy(Strategy):
                 spec["clusterIPs"] = ["None"]
             return
         wanted = spec.get("clusterIP") or ""
+        if dry_run and not wanted:
+            return  # kube shows a placeholder address here; nothing would be picked yet
         try:
-            if wanted:
+            if dry_run:
+                await self.ips.check(wanted, _owner(obj))
+                new, ip = False, wanted
+            elif wanted:
                 new = await self.ips.allocate(wanted, _owner(obj))
                 ip = wanted
             else:
@@ -108,16 +114,20 @@ class ServiceStrategy(Strategy):
         spec["clusterIP"], spec["clusterIPs"] = ip, [ip]
 
     async def _claim_node_ports(self, obj: dict[str, Any], claimed: list[tuple[Range, str]],
-                                already: set[str] = frozenset()) -> None:  # type: ignore[assignment]
+                                already: set[str] = frozenset(),  # type: ignore[assignment]
+                                dry_run: bool = False) -> None:
         spec = obj.get("spec") or {}
         if spec.get("type") not in _NODE_PORT_TYPES:
             return
         for i, port in enumerate(spec.get("ports") or []):
             wanted = str(port.get("nodePort") or "")
-            if wanted and wanted in already:
+            if (wanted and wanted in already) or (dry_run and not wanted):
                 continue
             try:
-                if wanted:
+                if dry_run:
+                    await self.ports.check(wanted, _owner(obj))
+                    new, value = False, wanted
+                elif wanted:
                     new = await self.ports.allocate(wanted, _owner(obj))
                     value = wanted
                 else:
