@@ -173,6 +173,22 @@ def test_names_of_an_invalid_form_are_refused(api: httpx.Client, group: str, nam
     assert api.get(f"{CRD_URL}/gadgets.{group}").status_code == 404
 
 
+def test_a_name_that_is_not_plural_dot_group_is_refused(api: httpx.Client, group: str) -> None:
+    body = definition(group, "gadgets", "Gadget")
+    body["spec"]["names"]["plural"] = "gizmos"  # the name still says gadgets
+    r = api.post(CRD_URL, json=body)
+    assert r.status_code == 422, r.text
+    assert 'metadata.name: Invalid value: "gadgets.' in r.json()["message"]
+    assert 'must be spec.names.plural+"."+spec.group' in r.json()["message"]
+    assert api.get(f"{CRD_URL}/gadgets.{group}").status_code == 404
+
+
+def test_a_list_kind_equal_to_the_kind_is_refused(api: httpx.Client, group: str) -> None:
+    r = api.post(CRD_URL, json=definition(group, "gadgets", "Gadget", listKind="Gadget"))
+    assert r.status_code == 422, r.text
+    assert "spec.names.listKind" in {c["field"] for c in r.json()["details"]["causes"]}
+
+
 def test_condition_times_move_only_when_a_condition_changes_status() -> None:
     widgets = definition("g.example.com", "widgets", "Widget", singular="widget", listKind="WidgetList",
                          shortNames=["wd"])
