@@ -3,7 +3,7 @@
 kube-apiserver holds JSON as Go's `interface{}` values (`map[string]interface {}`, `[]interface {}`,
 `string`, `int64`, `float64`, `bool`, `nil`), and its messages show them with `fmt`: `%q` for strings
 (`go_quote`), `%v` (`go_v`: `map[a:1]`, `[x 2]`, `<nil>`), `%#v` (`go_sharp_v`) and Go's shortest float
-form (`go_float`: `1e+06`). Selectors, validation, strategic merge patch and CRD schemas all quote kube's
+form (`go_float`: `1e+06`), and `encoding/json` (`go_json`). Selectors, validation, strategic merge patch and CRD schemas all quote kube's
 messages through this one module.
 """
 
@@ -139,3 +139,55 @@ def go_v(value: Any) -> str:
     if isinstance(value, list | tuple):
         return "[" + " ".join(go_v(v) for v in value) + "]"
     return str(value)
+
+
+def go_json(value: Any, sort_keys: bool = True) -> str:
+    """`encoding/json.Marshal` of a decoded JSON value: HTML-safe escapes, Go's floats, and keys sorted as
+    Go sorts a map's (`sort_keys=False` keeps the order given, as Go writes a struct's fields)."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return _json_string(value)
+    if is_int(value):
+        return str(value)
+    if is_number(value):
+        return _json_float(float(value))
+    if isinstance(value, dict):
+        keys = sorted(value) if sort_keys else list(value)
+        return "{" + ",".join(f"{_json_string(str(k))}:{go_json(value[k], sort_keys)}" for k in keys) + "}"
+    if isinstance(value, list | tuple):
+        return "[" + ",".join(go_json(v, sort_keys) for v in value) + "]"
+    return _json_string(str(value))
+
+
+def _json_string(text: str) -> str:
+    out = ['"']
+    for ch in text:
+        code = ord(ch)
+        if ch in ('"', "\\"):
+            out.append("\\" + ch)
+        elif ch == "\n":
+            out.append("\\n")
+        elif ch == "\r":
+            out.append("\\r")
+        elif ch == "\t":
+            out.append("\\t")
+        elif code < 0x20 or ch in "<>&" or code in (0x2028, 0x2029):
+            out.append(f"\\u{code:04x}")
+        else:
+            out.append(ch)
+    out.append('"')
+    return "".join(out)
+
+
+def _json_float(number: float) -> str:
+    if math.isnan(number) or math.isinf(number):
+        return "null"
+    if number == 0:
+        return "-0" if math.copysign(1, number) < 0 else "0"
+    sign, digits, point = float_digits(number)
+    if abs(number) < 1e-6 or abs(number) >= 1e21:
+        return exponent_notation(sign, digits, point, 1)
+    return fixed_notation(sign, digits, point)

@@ -13,7 +13,8 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from minikube_py.api.conversion.shape import Object, as_dict, go_json, head, put
+from minikube_py.api.conversion.shape import Object, as_dict, head, put
+from minikube_py.api.gofmt import go_json
 
 METRICS_ANNOTATION = "autoscaling.alpha.kubernetes.io/metrics"
 CURRENT_METRICS_ANNOTATION = "autoscaling.alpha.kubernetes.io/current-metrics"
@@ -182,7 +183,8 @@ def _behavior_to_annotation(behavior: Object) -> str:
                     {"Type": as_dict(p).get("type", ""), "Value": as_dict(p).get("value", 0),
                      "PeriodSeconds": as_dict(p).get("periodSeconds", 0)} for p in policies]}
 
-    return go_json({"ScaleUp": rules(behavior.get("scaleUp")), "ScaleDown": rules(behavior.get("scaleDown"))})
+    return go_json({"ScaleUp": rules(behavior.get("scaleUp")), "ScaleDown": rules(behavior.get("scaleDown"))},
+                   sort_keys=False)
 
 
 def _lower_keys(value: Any) -> Object:
@@ -237,14 +239,15 @@ def hpa_to_v1(hpa: Object) -> Object:
     annotations: Object = {}
     others = [_convert_metric(m, _spec_to_v1) for m in metrics if not _is_cpu_utilization(m)]
     if others:
-        annotations[METRICS_ANNOTATION] = go_json(others)
+        annotations[METRICS_ANNOTATION] = go_json(others, sort_keys=False)
     if status.get("currentMetrics"):
         annotations[CURRENT_METRICS_ANNOTATION] = go_json(
-            [_convert_metric(m, _status_to_v1) for m in status["currentMetrics"]])
+            [_convert_metric(m, _status_to_v1) for m in status["currentMetrics"]], sort_keys=False)
     if isinstance(spec.get("behavior"), dict):
         annotations[BEHAVIOR_ANNOTATION] = _behavior_to_annotation(spec["behavior"])
     if status.get("conditions"):
-        annotations[CONDITIONS_ANNOTATION] = go_json([_condition(c) for c in status["conditions"]])
+        annotations[CONDITIONS_ANNOTATION] = go_json([_condition(c) for c in status["conditions"]],
+                                                     sort_keys=False)
     metadata = _without_round_trip(as_dict(hpa.get("metadata")))
     if annotations:
         metadata["annotations"] = {**as_dict(metadata.get("annotations")), **annotations}

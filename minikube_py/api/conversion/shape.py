@@ -8,7 +8,6 @@ zero value spelled out) for the latter.
 from __future__ import annotations
 
 import copy
-import json
 from typing import Any
 
 Object = dict[str, Any]
@@ -29,9 +28,3 @@ def head(api_version: str, kind: str, obj: Object) -> Object:
     if "metadata" in obj:
         out["metadata"] = copy.deepcopy(obj["metadata"])
     return out
-
-
-def go_json(value: Any) -> str:
-    # encoding/json: compact, and HTML-safe escapes that kubectl users see inside the annotations.
-    text = json.dumps(value, separators=(",", ":"), ensure_ascii=False)
-    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")

@@ -6,8 +6,6 @@ interface {}`, a `[]interface {}`, a `string`, an `int64` (JSON integers stay in
 
 * `render_value` — how `field.Error.ErrorBody()` prints a bad value (`"x"`, `5`, `1e+06`, `true`, `"null"`,
   `map[string]interface {}{"a":1}`);
-* `go_json` — `encoding/json.Marshal` (used for non-string enum values and for the identity of list-set
-  items);
 * `go_deep_equal` — `reflect.DeepEqual` (an `int64` is never equal to a `float64`, nor a bool to a number);
 * the `field.Required/Invalid/TypeInvalid/NotSupported/Forbidden/TooLong/TooMany/Duplicate` builders with
   apimachinery 1.32's wording (`Too many: 3: must have at most 2 items`).
@@ -18,17 +16,14 @@ A FieldError's `message` is what Go's `ErrorBody()` returns, so `FieldError.desc
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 from ..errors import FieldError
 from ..gofmt import (
     INT64_MAX,
     INT64_MIN,
-    exponent_notation,
-    fixed_notation,
-    float_digits,
     go_float,
+    go_json,
     go_number,
     go_quote,
     go_sharp_v,
@@ -38,62 +33,12 @@ from ..gofmt import (
     is_number,
 )
 
-__all__ = ["INT64_MAX", "INT64_MIN", "go_float", "go_number", "go_quote", "go_sharp_v", "go_v", "is_float", "is_int",
+__all__ = ["INT64_MAX", "INT64_MIN", "go_float", "go_json", "go_number", "go_quote", "go_sharp_v", "go_v", "is_float", "is_int",
            "is_number"]
 
 def go_string_slice(values: list[str]) -> str:
     """`%#v` of a `[]string`."""
     return "[]string{" + ", ".join(go_quote(str(v)) for v in values) + "}"
-
-
-def go_json(value: Any) -> str:
-    """`encoding/json.Marshal` of a decoded JSON value: sorted keys, HTML-safe escapes, Go's floats."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, str):
-        return _json_string(value)
-    if is_int(value):
-        return str(value)
-    if is_number(value):
-        return _json_float(float(value))
-    if isinstance(value, dict):
-        return "{" + ",".join(f"{_json_string(str(k))}:{go_json(value[k])}" for k in sorted(value)) + "}"
-    if isinstance(value, list | tuple):
-        return "[" + ",".join(go_json(v) for v in value) + "]"
-    return _json_string(str(value))
-
-
-def _json_string(text: str) -> str:
-    out = ['"']
-    for ch in text:
-        code = ord(ch)
-        if ch in ('"', "\\"):
-            out.append("\\" + ch)
-        elif ch == "\n":
-            out.append("\\n")
-        elif ch == "\r":
-            out.append("\\r")
-        elif ch == "\t":
-            out.append("\\t")
-        elif code < 0x20 or ch in "<>&" or code in (0x2028, 0x2029):
-            out.append(f"\\u{code:04x}")
-        else:
-            out.append(ch)
-    out.append('"')
-    return "".join(out)
-
-
-def _json_float(number: float) -> str:
-    if math.isnan(number) or math.isinf(number):
-        return "null"
-    if number == 0:
-        return "-0" if math.copysign(1, number) < 0 else "0"
-    sign, digits, point = float_digits(number)
-    if abs(number) < 1e-6 or abs(number) >= 1e21:
-        return exponent_notation(sign, digits, point, 1)
-    return fixed_notation(sign, digits, point)
 
 
 def go_deep_equal(a: Any, b: Any) -> bool:

@@ -40,6 +40,7 @@ from typing import Any
 import orjson
 
 from .. import errors
+from ..gofmt import go_json
 from .decoder import DecodeError, decode, loads_marking_duplicates, untyped_strict_errors
 from .tree import kind_tree
 
@@ -105,15 +106,23 @@ def check_patched(gvk: GVK, patched: dict[str, Any], mode: str, *, patch_strict_
     tree = kind_tree(*gvk)
     if tree is None:
         return patched, list(patch_strict_errors) if mode == WARN else []
+    # kube quotes what the patch produced, before pruning: keep a cheap snapshot, render it only on error
     if shown is None:
-        shown = go_json(patched)  # before the check prunes it: kube quotes what the patch produced
+        try:
+            snapshot = orjson.dumps(patched)
+        except TypeError:  # a value orjson cannot hold (an integer beyond 64 bits): render it now
+            shown = go_json(patched)
+
+    def quoted() -> str:
+        return shown if shown is not None else go_json(orjson.loads(snapshot))
+
     try:
         pruned, strict_errors = decode(tree, patched)
     except DecodeError as exc:
-        raise _invalid_patch(shown, str(exc)) from None
+        raise _invalid_patch(quoted(), str(exc)) from None
     found = list(patch_strict_errors) + strict_errors
     if found and mode == STRICT:
-        raise _invalid_patch(shown, strict_decoding_error(found))
+        raise _invalid_patch(quoted(), strict_decoding_error(found))
     return pruned, found if mode == WARN else []
 
 
@@ -158,11 +167,3 @@ def _invalid_patch(shown: str, detail: str) -> errors.APIError:
     body = f"Invalid value: {json.dumps(shown, ensure_ascii=False)}: {detail}"
     cause = {"reason": "FieldValueInvalid", "message": body, "field": "patch"}
     return errors.APIError(422, "Invalid", f' "" is invalid: patch: {body}', {"causes": [cause]})
-
-
-def go_json(value: Any) -> str:
-    """JSON as Go's encoder writes a map: keys sorted, `<`, `>` and `&` escaped."""
-    text = orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
-    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
-
-

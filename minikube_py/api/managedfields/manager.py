@@ -30,6 +30,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from .. import errors
+from ..gofmt import go_json
 from .fieldpath import (
     FieldSet,
     FieldsV1Error,
@@ -312,7 +313,7 @@ def _sync_last_applied(obj: dict[str, Any], config: dict[str, Any]) -> None:
         return
     applied = copy.deepcopy(config)
     (applied.get("metadata", {}).get("annotations") or {}).pop(LAST_APPLIED, None)
-    annotations[LAST_APPLIED] = json.dumps(applied, sort_keys=True, separators=(",", ":"), ensure_ascii=False) + "\n"
+    annotations[LAST_APPLIED] = go_json(applied) + "\n"
 
 
 def _same_but_times(kept: Any, entries: list[dict[str, Any]]) -> bool:
