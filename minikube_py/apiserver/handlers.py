@@ -23,7 +23,7 @@ from ..api.kinds import Registry, Resource
 from . import negotiation, patch, responses
 from .cacher import Cacher
 from .consistency import ConsistentReads
-from .fieldmanager import check_apply_config, check_write_options, tracker_for
+from .fieldmanager import check_apply_config, tracker_for
 from .options import ServerOptions
 from .registry.deletion import dry_run_requested, parse_delete_options
 from .registry.generic import ResourceStore
@@ -230,7 +230,6 @@ class ResourceHandler:
         (201) if there is none yet."""
         query = query_of(request)
         mode = fieldvalidation.directive(query.get("fieldValidation"), "PatchOptions")
-        check_write_options(query, "PatchOptions", apply=True)
         raw = await self._read_raw(request)
         config = negotiation.decode_body(raw, negotiation.YAML)
         check_apply_config(config, store.resource, info.name)
