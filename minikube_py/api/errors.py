@@ -153,17 +153,12 @@ def unauthorized() -> APIError:
     return APIError(401, "Unauthorized", "Unauthorized", {})
 
 
-def forbidden_request(user: str, verb: str, resource: str, name: str = "", why: str = "") -> APIError:
-    target = f'{resource} "{name}"' if name else f'resource "{resource}"'
-    msg = f'{target} is forbidden: User "{user}" cannot {verb} {target}'
-    if why:
-        msg += f": {why}"
-    return APIError(403, "Forbidden", msg, _details(resource, name))
-
-
-def namespace_forbidden(resource: str, name: str, why: str) -> APIError:
-    msg = f'{resource} "{name}" is forbidden: {why}'
-    return APIError(403, "Forbidden", msg, _details(resource, name))
+def forbidden_object(resource: str, name: str, why: str) -> APIError:
+    """403 Forbidden as kube words it: `pods "web" is forbidden: <why>` (`pods is forbidden: ...` without a
+    name, `forbidden: ...` without a resource either)."""
+    target = f'{resource} "{name}"' if name else resource
+    msg = f"{target} is forbidden: {why}" if target else f"forbidden: {why}"
+    return APIError(403, "Forbidden", msg, _details(resource, name) if resource else {})
 
 
 def method_not_allowed(verb: str) -> APIError:

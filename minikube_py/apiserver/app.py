@@ -25,14 +25,19 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 from starlette.routing import Route
 
+from ..admission.chain import AdmissionChain, enabled_plugins
 from ..api import errors
 from ..api.crdschema import CompiledSchema
 from ..api.kinds import Registry, Resource, default_registry
+from ..auth.authn import Authenticator
+from ..auth.authorizer import AuthorizerChain
 from ..auth.pki import first_service_ip
 from ..store.compactor import Compactor
 from ..store.etcd import EtcdStorage
 from ..store.interface import Storage
 from . import discovery, responses
+from .admitter import Admitter, CachedClusterState
+from .authorization import build_authorizer
 from .bootstrap import bootstrap
 from .cacher import Cacher
 from .consistency import ConsistentReads
@@ -88,6 +93,8 @@ class APIServer:
         self.handler: ResourceHandler | None = None
         self.ready = asyncio.Event()
         self.openapi = OpenAPIDocuments(self.registry, custom_schema=self._custom_schema)
+        self.authenticator: Authenticator | None = None  # set by server.make_asgi_app
+        self.authorizer: AuthorizerChain = build_authorizer(["AlwaysAllow"], self)  # the real one at start
 
     async def start(self) -> None:
         if self.storage is None:
@@ -97,8 +104,11 @@ class APIServer:
             cacher.start()
         self.namespaces = NamespaceLifecycle(self.storage, self.cachers[("", "v1", "namespaces")])
         self.stores = build_stores(self.registry, self.storage, self.options, self.namespaces)
+        self.cluster_state = CachedClusterState(self.stores, self.cachers)
+        plugins = enabled_plugins(self.options.enable_admission_plugins, self.options.disable_admission_plugins)
+        self.admission = AdmissionChain.build(plugins, self.cluster_state, self.options)
         self.handler = ResourceHandler(self.registry, self.stores, self.cachers, ConsistentReads(self.storage),
-                                       self.options)
+                                       self.options, Admitter(self.admission))
         address = self.options.advertise_address or self.options.bind_address
         await bootstrap(self.stores, str(first_service_ip(self.options.service_cluster_ip_range)), address,
                         self.options.secure_port)
@@ -106,6 +116,7 @@ class APIServer:
         self.compactor.start()
         self.custom_resources = CustomResourceController(self)
         self.custom_resources.start()
+        self.authorizer = build_authorizer(self.options.authorization_mode, self)
         self.ready.set()
 
     def install(self, res: Resource, schema: CompiledSchema) -> None:

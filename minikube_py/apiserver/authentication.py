@@ -1,9 +1,10 @@
 """The authentication filter: who is making this request?
 
 The first filter of the handler chain. It asks the authenticator chain (`auth/authn.py`: the verified
-client certificate, then bearer tokens) for the request's user and stores it as `scope["user"]` for the
-filters after it. A request nobody vouches for is answered `401 Unauthorized` here, except the health and
-version endpoints, which kube serves to everyone (its RBAC grants them to `system:unauthenticated`).
+client certificate, then bearer tokens, then anonymous) for the request's user and stores it as
+`scope["user"]` for the filters after it. A request nobody vouches for is answered `401 Unauthorized` here.
+Anonymous requests (no credentials, `--anonymous-auth`) go on as `system:anonymous`: authorization decides
+what they may see (kube's RBAC grants `system:unauthenticated` the health and version endpoints).
 
 The TLS layer (`server.py`) puts the connection's verified peer certificate into
 `scope["extensions"]["tls"]["peercert"]`.
@@ -16,8 +17,6 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from ..api import errors
 from ..auth.authn import Authenticator
 from .responses import error_response
-
-PUBLIC_PATHS = frozenset({"/healthz", "/livez", "/readyz", "/version", "/version/"})
 
 
 class AuthenticationMiddleware:
@@ -36,7 +35,7 @@ class AuthenticationMiddleware:
                 authorization = value.decode("latin-1")
                 break
         user = self.authenticator.authenticate(peercert, authorization)
-        if user is None and scope["path"] not in PUBLIC_PATHS:
+        if user is None:
             await error_response(errors.unauthorized())(scope, receive, send)
             return
         scope["user"] = user

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import random
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 from urllib.parse import parse_qsl
 
@@ -18,9 +18,12 @@ import orjson
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
+from ..admission.interface import CREATE, DELETE, UPDATE
 from ..api import errors, fieldvalidation
 from ..api.kinds import Registry, Resource
+from ..auth.authn import UserInfo
 from . import negotiation, patch, responses
+from .admitter import Admitter, RequestAdmission
 from .cacher import Cacher
 from .consistency import ConsistentReads
 from .fieldmanager import check_apply_config, tracker_for
@@ -34,17 +37,37 @@ from .request import RequestInfo, parse_resource_path
 from .watch import watch_events
 
 SCALE_GVK = ("autoscaling", "v1", "Scale")
+# Answers a create on a resource that is not stored: a review or a TokenRequest.
+CreateOnlyHandler = Callable[[Request, RequestInfo], Awaitable[Response]]
 
 
 class ResourceHandler:
     def __init__(self, registry: Registry, stores: dict[tuple[str, str, str], ResourceStore],
                  cachers: dict[tuple[str, str, str], Cacher], reads: ConsistentReads,
-                 options: ServerOptions) -> None:
+                 options: ServerOptions, admitter: Admitter) -> None:
         self.registry = registry
         self.stores = stores
         self.cachers = cachers
         self.options = options
         self.reads = reads
+        self.admitter = admitter
+        # create-only resources that are answered rather than stored (reviews, TokenRequest), by
+        # (group, version, resource, subresource); see `CreateOnlyHandler`
+        self.create_only: dict[tuple[str, str, str, str], CreateOnlyHandler] = {}
+
+    def _admission(self, request: Request, operation: str, info: RequestInfo, store: ResourceStore,
+                   options_kind: str, dry_run: bool, *, name: str = "",
+                   kind: tuple[str, str, str] | None = None) -> RequestAdmission | None:
+        """The admission chain bound to this request (None when no plugin is enabled)."""
+        query = query_of(request)
+        options: dict[str, Any] = {"kind": options_kind, "apiVersion": "meta.k8s.io/v1"}
+        if dry_run:
+            options["dryRun"] = ["All"]
+        if query.get("fieldManager"):
+            options["fieldManager"] = query["fieldManager"]
+        return self.admitter.for_request(operation, store, user=request_user(request), namespace=info.namespace,
+                                         name=name or info.name, subresource=info.subresource, dry_run=dry_run,
+                                         options=options, kind=kind)
 
     async def handle(self, request: Request) -> Response:
         try:
@@ -139,13 +162,17 @@ class ResourceHandler:
     async def _create(self, request: Request, info: RequestInfo, store: ResourceStore) -> Response:
         res = store.resource
         dry_run = dry_run_requested(None, query_of(request).get("dryRun"), "CreateOptions")
+        handler = self.create_only.get((info.group, info.version, info.resource, info.subresource))
+        if handler is not None:
+            return await handler(request, info)
         if info.subresource == "binding" or res.plural == "bindings":
             return await self._bind(request, info)
         if info.name or (res.namespaced and not info.namespace):
             raise errors.method_not_allowed("create")
         tracker = tracker_for(store, query_of(request), _user_agent(request), "CreateOptions")
         body, warnings = await self._read_object(request, res, "CreateOptions")
-        created = await store.create(info.namespace, body, dry_run=dry_run, tracker=tracker)
+        admission = self._admission(request, CREATE, info, store, "CreateOptions", dry_run)
+        created = await store.create(info.namespace, body, dry_run=dry_run, tracker=tracker, admission=admission)
         return _warn(responses.json_response(created, 201), warnings)
 
     async def _bind(self, request: Request, info: RequestInfo) -> Response:
@@ -176,8 +203,9 @@ class ResourceHandler:
         if info.subresource == "finalize":
             return responses.json_response(await self._finalize(store, info.name, body, dry_run))
         tracker = tracker_for(store, query_of(request), _user_agent(request), "UpdateOptions", subresource=sub)
+        admission = self._admission(request, UPDATE, info, store, "UpdateOptions", dry_run)
         updated = await store.update(info.namespace, info.name, body, subresource=sub, dry_run=dry_run,
-                                     tracker=tracker)
+                                     tracker=tracker, admission=admission)
         return _warn(responses.json_response(updated), warnings)
 
     async def _finalize(self, store: ResourceStore, name: str, body: dict[str, Any], dry_run: bool) -> Any:
@@ -219,9 +247,11 @@ class ResourceHandler:
             negotiation.check_object_meta(patched.setdefault("metadata", {}))
             return patched
 
+        admission = None if sub == "scale" else self._admission(request, UPDATE, info, store, "PatchOptions",
+                                                                 dry_run)
         updated = await store.guaranteed_update(info.namespace, info.name, apply, precondition=precondition,
                                                 subresource="" if sub == "scale" else sub, dry_run=dry_run,
-                                                tracker=tracker)
+                                                tracker=tracker, admission=admission)
         return _warn(responses.json_response(to_scale(store.resource, updated) if sub == "scale" else updated),
                      warnings)
 
@@ -237,13 +267,15 @@ class ResourceHandler:
         tracker = tracker_for(store, query, _user_agent(request), "PatchOptions", subresource=info.subresource,
                               config=config)
         try:
-            updated = await store.guaranteed_update(info.namespace, info.name, tracker.mutate,
-                                                    subresource=info.subresource, dry_run=dry_run,
-                                                    tracker=tracker)
+            updated = await store.guaranteed_update(
+                info.namespace, info.name, tracker.mutate, subresource=info.subresource, dry_run=dry_run,
+                tracker=tracker, admission=self._admission(request, UPDATE, info, store, "PatchOptions", dry_run))
         except errors.APIError as err:
             if err.code != 404 or info.subresource:
                 raise
-            created = await store.create(info.namespace, tracker.mutate({}), dry_run=dry_run, tracker=tracker)
+            admission = self._admission(request, CREATE, info, store, "PatchOptions", dry_run)
+            created = await store.create(info.namespace, tracker.mutate({}), dry_run=dry_run, tracker=tracker,
+                                         admission=admission)
             return _warn(responses.json_response(created, 201), warnings)
         return _warn(responses.json_response(updated), warnings)
 
@@ -253,7 +285,8 @@ class ResourceHandler:
         raw = await self._read_raw(request)
         body = negotiation.decode_body(raw, request.headers.get("content-type")) if raw.strip() else None
         options = parse_delete_options(body, query_of(request))
-        obj, gone = await store.delete(info.namespace, info.name, options)
+        admission = self._admission(request, DELETE, info, store, "DeleteOptions", options.dry_run)
+        obj, gone = await store.delete(info.namespace, info.name, options, admission)
         if gone and store.resource.plural != "pods":
             return responses.json_response(responses.success_status(store.resource, obj))
         return responses.json_response(obj, 200)
@@ -266,8 +299,10 @@ class ResourceHandler:
         deleted = []
         for obj in page.objects:
             meta = obj["metadata"]
+            admission = self._admission(request, DELETE, info, store, "DeleteOptions", delete_options.dry_run,
+                                        name=meta["name"])
             try:
-                now, _ = await store.delete(meta.get("namespace", ""), meta["name"], delete_options)
+                now, _ = await store.delete(meta.get("namespace", ""), meta["name"], delete_options, admission)
                 deleted.append(now)
             except errors.APIError as err:
                 if err.code != 404:
@@ -313,6 +348,11 @@ class ResourceHandler:
             assert isinstance(strategy, CustomResourceStrategy)
             warnings += fieldvalidation.check_unknown_fields(_gvk(resource), strategy.unknown_fields(obj), mode)
         return obj, warnings
+
+
+def request_user(request: Request) -> UserInfo:
+    """Who is making the request (set by authentication, or by impersonation)."""
+    return request.scope["user"]
 
 
 def _gvk(resource: Resource | None) -> tuple[str, str, str]:

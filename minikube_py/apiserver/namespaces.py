@@ -30,9 +30,9 @@ class NamespaceLifecycle:
         if kv is None:
             raise errors.not_found("namespaces", namespace)
         if _terminating(kv):
-            err = errors.namespace_forbidden("namespaces", namespace,
-                                             f"unable to create new content in namespace {namespace} "
-                                             "because it is being terminated")
+            err = errors.forbidden_object("namespaces", namespace,
+                                          f"unable to create new content in namespace {namespace} "
+                                          "because it is being terminated")
             err.details["causes"] = [{"reason": "NamespaceTerminating", "message": "namespace "
                                       f"{namespace} is being terminated", "field": "metadata.namespace"}]
             raise err

@@ -24,3 +24,15 @@ class ServerOptions:
     max_request_body_bytes: int = 3 * 1024 * 1024
     min_request_timeout: float = 1800.0  # seconds; watches last between 1x and 2x this
     advertise_address: str = ""  # the address put in the kubernetes Service's Endpoints
+    # security (docs/security.md)
+    anonymous_auth: bool = True
+    authorization_mode: list[str] = field(default_factory=lambda: ["AlwaysAllow"])
+    enable_admission_plugins: list[str] = field(default_factory=list)  # added to the default set
+    disable_admission_plugins: list[str] = field(default_factory=list)  # taken from it
+    service_account_key_files: list[str] = field(default_factory=list)  # public keys that verify SA tokens
+    service_account_signing_key_file: str = ""  # private key that signs them
+    service_account_issuer: str = "https://kubernetes.default.svc.cluster.local"
+    api_audiences: list[str] = field(default_factory=list)  # default: [service_account_issuer]
+    encryption_provider_config: str = ""
+    audit_policy_file: str = ""
+    audit_log_path: str = ""

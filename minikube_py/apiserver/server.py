@@ -20,6 +20,7 @@ from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 from ..auth.authn import Authenticator
 from .app import APIServer, build_app
 from .authentication import AuthenticationMiddleware
+from .authorization import AuthorizationMiddleware
 from .options import ServerOptions
 
 
@@ -36,9 +37,12 @@ class TLSHttpProtocol(HttpToolsProtocol):
 
 
 def make_asgi_app(options: ServerOptions, server: APIServer | None = None) -> Any:
+    """The handler chain, outermost first: authentication → authorization → the app (routes)."""
     server = server or APIServer(options)
-    authenticator = Authenticator.from_token_auth_file(options.token_auth_file)
-    return AuthenticationMiddleware(build_app(server), authenticator)
+    authenticator = Authenticator.from_token_auth_file(options.token_auth_file, anonymous=options.anonymous_auth)
+    server.authenticator = authenticator
+    app = AuthorizationMiddleware(build_app(server), server)
+    return AuthenticationMiddleware(app, authenticator)
 
 
 def uvicorn_config(options: ServerOptions, app: Any) -> uvicorn.Config:

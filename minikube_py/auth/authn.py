@@ -12,7 +12,9 @@ Authenticators are tried in kube's order and the first that recognises the reque
 2. bearer tokens (`Authorization: Bearer <token>`), checked by each `TokenAuthenticator` in turn: the static
    token file (`--token-auth-file`) now, service-account JWTs later. A bearer token that nobody recognises
    is not anonymous access: the request is unauthenticated (401), as in kube.
-Every authenticated user also gets the group `system:authenticated`. Anonymous requests are not supported.
+Every authenticated user also gets the group `system:authenticated`. A request with no credentials at all
+is anonymous (`system:anonymous` in `system:unauthenticated`) when `--anonymous-auth` is on, as it is by
+default in kube; RBAC then decides what it may see (the health and version endpoints).
 
 The static token file is kube's CSV format, one user a line: `token,user,uid[,"group1,group2"]`.
 It is read once at startup; a malformed line is an error naming the file and line, so the apiserver refuses
@@ -29,6 +31,8 @@ from pathlib import Path
 from typing import Any, Protocol
 
 AUTHENTICATED_GROUP = "system:authenticated"
+UNAUTHENTICATED_GROUP = "system:unauthenticated"
+ANONYMOUS_USER = "system:anonymous"
 
 
 @dataclass(frozen=True)
@@ -39,6 +43,9 @@ class UserInfo:
     uid: str = ""
     groups: tuple[str, ...] = ()
     extra: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+
+
+ANONYMOUS = UserInfo(username=ANONYMOUS_USER, groups=(UNAUTHENTICATED_GROUP,))
 
 
 class TokenAuthenticator(Protocol):
@@ -113,6 +120,12 @@ def bearer_token(authorization_header: str | None) -> str | None:
     return parts[1]
 
 
+def _empty_bearer(authorization_header: str | None) -> bool:
+    """`Authorization: Bearer` with no token: an invalid token (401), not an absent one (anonymous)."""
+    parts = (authorization_header or "").split()
+    return len(parts) == 1 and parts[0].lower() == "bearer"
+
+
 def _user_from_subject(subject: tuple[tuple[tuple[str, str], ...], ...]) -> UserInfo | None:
     common_name, organizations = "", []
     for rdn in subject:
@@ -127,23 +140,32 @@ def _user_from_subject(subject: tuple[tuple[tuple[str, str], ...], ...]) -> User
 
 
 class Authenticator:
-    """The apiserver's authenticator chain: x509 first, then each token authenticator."""
+    """The apiserver's authenticator chain: x509 first, then each token authenticator, then (with
+    `--anonymous-auth`, kube's default) anonymous for requests that carry no credentials at all."""
 
-    def __init__(self, token_authenticators: Sequence[TokenAuthenticator] = ()) -> None:
+    def __init__(self, token_authenticators: Sequence[TokenAuthenticator] = (), *, anonymous: bool = False) -> None:
         self._token_authenticators = tuple(token_authenticators)
+        self.anonymous = anonymous
 
     @classmethod
-    def from_token_auth_file(cls, token_auth_file: str) -> Authenticator:
+    def from_token_auth_file(cls, token_auth_file: str, *, anonymous: bool = False) -> Authenticator:
         """The chain for `--token-auth-file` (empty: x509 only). Raises TokenFileError."""
         if not token_auth_file:
-            return cls()
-        return cls([StaticTokenAuthenticator.from_file(token_auth_file)])
+            return cls(anonymous=anonymous)
+        return cls([StaticTokenAuthenticator.from_file(token_auth_file)], anonymous=anonymous)
+
+    def add(self, authenticator: TokenAuthenticator) -> None:
+        """Append a token authenticator to the chain (the service-account one is added once the apiserver
+        can look service accounts up)."""
+        self._token_authenticators += (authenticator,)
 
     def authenticate(self, peercert: Mapping[str, Any] | None,
                      authorization_header: str | None) -> UserInfo | None:
-        """The request's user (with `system:authenticated`), or None: answer 401 Unauthorized.
+        """The request's user (with `system:authenticated`, or `system:anonymous`), or None: answer 401.
 
         `peercert` is what `ssl.SSLObject.getpeercert()` returned for the connection (None or a dict).
+        A bearer token nobody recognises is a 401 even when anonymous requests are allowed: only a request
+        with no credentials at all is anonymous.
         """
         # None: no certificate was sent; {}: one was sent but not verified, so it proves nothing.
         if peercert:
@@ -152,7 +174,9 @@ class Authenticator:
                 return user
         token = bearer_token(authorization_header)
         if token is None:
-            return None
+            if _empty_bearer(authorization_header) or not self.anonymous:
+                return None
+            return ANONYMOUS
         for authenticator in self._token_authenticators:
             user = authenticator.authenticate_token(token)
             if user is not None:

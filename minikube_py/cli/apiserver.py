@@ -12,14 +12,18 @@ The server module (Starlette, uvicorn, the etcd client) is imported only once th
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 
+from minikube_py.admission.chain import enabled_plugins
 from minikube_py.apiserver.options import ServerOptions
 from minikube_py.auth.authn import TokenFileError, parse_token_file
 from minikube_py.cli.components import host_address
-from minikube_py.cli.flags import CIDR, Duration, IPAddress, PortRange, URLList
+from minikube_py.cli.flags import CIDR, Duration, IPAddress, PortRange, StringList, URLList
 
 DEFAULTS = ServerOptions()
+AUTHORIZATION_MODES = ("AlwaysAllow", "AlwaysDeny", "Node", "RBAC")
 _FILE = click.Path(exists=True, dir_okay=False)
 
 
@@ -47,32 +51,45 @@ _FILE = click.Path(exists=True, dir_okay=False)
               help="How often to compact etcd's history (Go duration, e.g. 5m0s; 0 disables).")
 @click.option("--min-request-timeout", type=click.IntRange(min=1), default=int(DEFAULTS.min_request_timeout),
               help="Seconds a watch lasts at least (each lasts a random 1-2x this).")
-def apiserver(etcd_servers: list[str], bind_address: str, secure_port: int, advertise_address: str | None,
-              tls_cert_file: str | None, tls_private_key_file: str | None, client_ca_file: str | None,
-              token_auth_file: str | None, service_cluster_ip_range: str, service_node_port_range: str,
-              etcd_compaction_interval: float, min_request_timeout: int) -> None:
+@click.option("--anonymous-auth/--no-anonymous-auth", default=DEFAULTS.anonymous_auth,
+              help="Treat requests without credentials as system:anonymous (RBAC decides what it may do).")
+@click.option("--authorization-mode", type=StringList(AUTHORIZATION_MODES),
+              default=",".join(DEFAULTS.authorization_mode),
+              help=f"Authorizers to chain, in order, comma-separated ({', '.join(AUTHORIZATION_MODES)}).")
+@click.option("--enable-admission-plugins", type=StringList(), default="",
+              help="Admission plugins to turn on besides the defaults (the order is fixed, not this list's).")
+@click.option("--disable-admission-plugins", type=StringList(), default="",
+              help="Default admission plugins to turn off.")
+@click.option("--service-account-key-file", "service_account_key_files", type=_FILE, multiple=True,
+              help="Public (or private) key that verifies service-account tokens; repeatable.")
+@click.option("--service-account-signing-key-file", type=_FILE,
+              help="Private key that signs service-account tokens.")
+@click.option("--service-account-issuer", default=DEFAULTS.service_account_issuer,
+              help="The `iss` of the service-account tokens this apiserver issues.")
+@click.option("--api-audiences", type=StringList(), default="",
+              help="Audiences every token must carry one of (default: the issuer).")
+@click.option("--encryption-provider-config", type=_FILE,
+              help="EncryptionConfiguration file: how resources are encrypted in etcd.")
+@click.option("--audit-policy-file", type=_FILE, help="Audit Policy file: what is logged for which request.")
+@click.option("--audit-log-path", type=click.Path(dir_okay=False),
+              help="Where audit events are written, one JSON object a line.")
+def apiserver(**flags: Any) -> None:
     """Run the Kubernetes API server in the foreground."""
-    if bool(tls_cert_file) != bool(tls_private_key_file):
+    if bool(flags["tls_cert_file"]) != bool(flags["tls_private_key_file"]):
         raise click.UsageError("--tls-cert-file and --tls-private-key-file must be given together")
-    if token_auth_file:
+    if flags["token_auth_file"]:
         try:
-            parse_token_file(token_auth_file)  # the server parses it again; this makes a bad line a clean error
+            parse_token_file(flags["token_auth_file"])  # the server parses it again; this makes a bad line a clean error
         except TokenFileError as err:
             raise click.UsageError(f"--token-auth-file: {err}") from err
-    options = ServerOptions(
-        etcd_servers=etcd_servers,
-        bind_address=bind_address,
-        secure_port=secure_port,
-        tls_cert_file=tls_cert_file or "",
-        tls_private_key_file=tls_private_key_file or "",
-        client_ca_file=client_ca_file or "",
-        token_auth_file=token_auth_file or "",
-        service_cluster_ip_range=service_cluster_ip_range,
-        service_node_port_range=service_node_port_range,
-        etcd_compaction_interval=etcd_compaction_interval,
-        min_request_timeout=float(min_request_timeout),
-        advertise_address=advertise_address or _default_advertise_address(bind_address),
-    )
+    try:
+        enabled_plugins(flags["enable_admission_plugins"], flags["disable_admission_plugins"])
+    except ValueError as err:
+        raise click.UsageError(str(err)) from err
+    flags["min_request_timeout"] = float(flags["min_request_timeout"])
+    flags["service_account_key_files"] = list(flags["service_account_key_files"])
+    flags["advertise_address"] = flags["advertise_address"] or _default_advertise_address(flags["bind_address"])
+    options = ServerOptions(**{name: "" if value is None else value for name, value in flags.items()})
     from minikube_py.apiserver.server import serve
 
     try:

@@ -65,6 +65,24 @@ class URLList(click.ParamType):
         return urls
 
 
+class StringList(click.ParamType):
+    """Comma-separated names (`--authorization-mode=Node,RBAC`), optionally limited to `choices`."""
+
+    name = "list"
+
+    def __init__(self, choices: tuple[str, ...] = ()) -> None:
+        self.choices = choices
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> list[str]:
+        if isinstance(value, list):
+            return value
+        items = [item.strip() for item in value.split(",") if item.strip()]
+        bad = [item for item in items if self.choices and item not in self.choices]
+        if bad:
+            self.fail(f"{bad[0]!r} is not one of {', '.join(self.choices)}", param, ctx)
+        return items
+
+
 class IPAddress(click.ParamType):
     """An IPv4 or IPv6 address, kept as text."""
 

@@ -20,3 +20,16 @@ def test_static_tokens_authenticate_and_unknown_ones_do_not(tmp_path) -> None:
             assert r.status_code == 401 and r.json()["reason"] == "Unauthorized"
     finally:
         cp.stop()
+
+
+def test_without_anonymous_auth_a_request_without_credentials_is_unauthorized(tmp_path) -> None:
+    cp = ControlPlane(extra_args=("--no-anonymous-auth",)).start()
+    try:
+        with httpx.Client(base_url=cp.url, verify=cp.tls_context(with_admin_cert=False)) as anonymous:
+            for path in ("/api/v1/namespaces", "/healthz", "/version"):
+                r = anonymous.get(path)
+                assert r.status_code == 401 and r.json()["reason"] == "Unauthorized", path
+        with cp.client() as admin:
+            assert admin.get("/api/v1/namespaces").status_code == 200
+    finally:
+        cp.stop()

@@ -2,7 +2,8 @@
 
 * only the apiserver imports the storage layer (the CLI may use `store.etcd_server` to start etcd);
 * the shared packages (`api`, `auth`, `client`) import no component package;
-* no component package imports another.
+* no component package imports another, except that the apiserver runs the admission plugins (in kube
+  they are compiled into kube-apiserver; here they are a package of their own so each reads alone).
 """
 
 from __future__ import annotations
@@ -56,5 +57,6 @@ def test_imports_respect_the_layering(path: Path) -> None:
     if owner in SHARED:
         assert not (imported & COMPONENTS), f"{path}: shared package imports a component: {imported & COMPONENTS}"
     if owner in COMPONENTS:
-        others = {i.split(".")[0] for i in imported} & COMPONENTS - {owner, "store" if owner == "apiserver" else ""}
+        hosted = {"store", "admission"} if owner == "apiserver" else set()
+        others = {i.split(".")[0] for i in imported} & COMPONENTS - {owner} - hosted
         assert not others, f"{path}: component imports another component: {others}"

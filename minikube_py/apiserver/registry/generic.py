@@ -21,7 +21,7 @@ from __future__ import annotations
 import contextlib
 import copy
 from collections.abc import Awaitable, Callable, Iterator
-from typing import Any
+from typing import Any, Protocol
 
 from ...api import errors
 from ...api.conversion import from_storage, to_storage
@@ -37,6 +37,19 @@ from .listing import ListOptions, Page, list_page
 from .strategy import Strategy
 
 Mutation = Callable[[dict[str, Any]], dict[str, Any]]
+
+
+class Admission(Protocol):
+    """The admission chain, bound to one request (`apiserver/admitter.py`): the store calls it at the points
+    kube's registry does. `obj` is None for a delete, `old` None for a create."""
+
+    async def mutate(self, obj: dict[str, Any] | None, old: dict[str, Any] | None) -> bool:
+        """Run the mutating plugins (they change `obj` in place); True if any ran."""
+        ...
+
+    async def validate(self, obj: dict[str, Any] | None, old: dict[str, Any] | None) -> None:
+        """Run the validating plugins; raises APIError to refuse the request."""
+        ...
 _IMMUTABLE_META = ("uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds")
 NamespaceCheck = Callable[[str], Awaitable[None]]
 
@@ -91,12 +104,23 @@ class ResourceStore:
     # create ---------------------------------------------------------------------------------------
 
     async def create(self, namespace: str, obj: dict[str, Any], *, dry_run: bool = False,
-                     validate: bool = True, tracker: FieldTracker | None = None) -> dict[str, Any]:
+                     validate: bool = True, tracker: FieldTracker | None = None,
+                     admission: Admission | None = None) -> dict[str, Any]:
         """Create `obj`, recording its fields for `tracker`'s manager; `validate=False` is for the
         apiserver's own bookkeeping objects only (kube's endpoint reconciler writes the `kubernetes`
-        Endpoints straight to storage, even with a loopback address)."""
+        Endpoints straight to storage, even with a loopback address).
+
+        As in kube, mutating admission sees the object as decoded and defaulted, before the name is generated
+        and the system fields (uid, creationTimestamp) are filled; validating admission sees it validated,
+        just before it is written."""
         meta = codec.meta(obj)
         self._set_namespace(meta, namespace)
+        if admission is not None:
+            with decoding_errors():
+                apply_defaults(self.resource, obj)
+            await admission.mutate(obj, None)
+            meta = codec.meta(obj)
+            self._set_namespace(meta, namespace)
         with decoding_errors():
             if not meta.get("name") and meta.get("generateName"):
                 meta["name"] = codec.generate_name(str(meta["generateName"]))
@@ -111,6 +135,8 @@ class ResourceStore:
                 self._validate(obj, validate_create(self.resource, obj) + self.strategy.validate(obj))
         if self.resource.namespaced and self.namespace_check is not None:
             await self.namespace_check(namespace)
+        if admission is not None:
+            await admission.validate(obj, None)
         undo = await self.strategy.before_create(obj, dry_run)
         if dry_run:  # the same answer a real create would get, but nothing written
             if await self.storage.get(self.key(namespace, meta["name"])) is not None:
@@ -153,7 +179,8 @@ class ResourceStore:
     # update ---------------------------------------------------------------------------------------
 
     async def update(self, namespace: str, name: str, obj: dict[str, Any], *, subresource: str = "",
-                     dry_run: bool = False, tracker: FieldTracker | None = None) -> dict[str, Any]:
+                     dry_run: bool = False, tracker: FieldTracker | None = None,
+                     admission: Admission | None = None) -> dict[str, Any]:
         """Replace the object (PUT) with `obj`, honouring a resourceVersion precondition in its metadata."""
         meta = codec.meta(obj)
         if meta.get("name") and meta["name"] != name:
@@ -164,13 +191,15 @@ class ResourceStore:
         precondition = str(meta.get("resourceVersion") or "")
         return await self.guaranteed_update(namespace, name, lambda _old: copy.deepcopy(obj),
                                             precondition=precondition, subresource=subresource,
-                                            dry_run=dry_run, tracker=tracker)
+                                            dry_run=dry_run, tracker=tracker, admission=admission)
 
     async def guaranteed_update(self, namespace: str, name: str, mutate: Mutation, *, precondition: str = "",
                                 subresource: str = "", dry_run: bool = False,
-                                tracker: FieldTracker | None = None) -> dict[str, Any]:
-        """Read, apply `mutate` to a copy of the live object, record the change in managedFields for
-        `tracker`'s manager, and write back; retry on races unless the caller pinned a resourceVersion."""
+                                tracker: FieldTracker | None = None,
+                                admission: Admission | None = None) -> dict[str, Any]:
+        """Read, apply `mutate` to a copy of the live object, run mutating admission, record the change in
+        managedFields for `tracker`'s manager, validate (and run validating admission) and write back; retry
+        on races unless the caller pinned a resourceVersion."""
         key = self.key(namespace, name)
         while True:
             kv = await self.storage.get(key)
@@ -181,12 +210,16 @@ class ResourceStore:
             old = self.decode(kv)
             with decoding_errors():
                 new = self._prepare_update(mutate(copy.deepcopy(old)), old, subresource)
-                if tracker is not None:
+            if admission is not None and await admission.mutate(new, old):
+                with decoding_errors():
+                    new = self._prepare_update(new, old, subresource)
+            if tracker is not None:
+                with decoding_errors():
                     tracker.track(old, new)
             if new == old:
                 return old
             try:
-                return await self._write_update(key, kv, new, old, subresource, dry_run)
+                return await self._write_update(key, kv, new, old, subresource, dry_run, admission)
             except ConflictError:
                 if precondition:
                     raise errors.stale_update(self.resource.group_resource, name) from None
@@ -227,11 +260,13 @@ class ResourceStore:
         new["metadata"]["generation"] = (old_gen or 0) + (1 if spec_changed else 0)
 
     async def _write_update(self, key: str, kv: KeyValue, new: dict[str, Any], old: dict[str, Any],
-                            subresource: str, dry_run: bool) -> dict[str, Any]:
+                            subresource: str, dry_run: bool, admission: Admission | None) -> dict[str, Any]:
         # a binding is the one sanctioned change to a pod's nodeName, which pod validation forbids
         if subresource != "binding":
             with decoding_errors():
                 self._validate(new, validate_update(self.resource, new, old) + self.strategy.validate(new))
+        if admission is not None:
+            await admission.validate(new, old)
         if dry_run:
             await self.strategy.before_update(new, old, dry_run=True)
             return new
@@ -252,8 +287,10 @@ class ResourceStore:
 
     # delete ---------------------------------------------------------------------------------------
 
-    async def delete(self, namespace: str, name: str, options: DeleteOptions) -> tuple[dict[str, Any], bool]:
-        """Delete or mark for deletion; returns (the object as it is now, whether it is gone)."""
+    async def delete(self, namespace: str, name: str, options: DeleteOptions,
+                     admission: Admission | None = None) -> tuple[dict[str, Any], bool]:
+        """Delete or mark for deletion, once admission allows it; returns (the object as it is now, whether
+        it is gone)."""
         key = self.key(namespace, name)
         while True:
             kv = await self.storage.get(key)
@@ -261,6 +298,9 @@ class ResourceStore:
                 raise errors.not_found(self.resource.group_resource, name)
             obj = self.decode(kv)
             check_preconditions(self.resource, obj, options)
+            if admission is not None:
+                await admission.mutate(None, obj)
+                await admission.validate(None, obj)
             try:
                 return await self._delete_once(key, kv, obj, options)
             except ConflictError:

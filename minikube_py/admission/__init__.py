@@ -1,0 +1,1 @@
+"""Admission: the plugins every write passes through after authorization (see interface.py)."""

@@ -1,0 +1,98 @@
+"""Where the apiserver meets admission: the chain bound to one request, and the cluster state plugins read.
+
+The handler builds a `RequestAdmission` for every create, update, patch and delete (and connect) from the
+request's info and user (`Admitter.for_request`), and hands it to the registry, which calls `mutate` and
+`validate` at the points kube's registry does (see `registry/generic.py`). The plugins themselves live in
+the `admission` package and know nothing of HTTP or storage: they read the cluster through
+`CachedClusterState`, which answers from the watch caches, like kube's informer listers.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from typing import Any
+
+from ..admission.chain import AdmissionChain
+from ..admission.interface import Attributes
+from ..auth.authn import UserInfo
+from .cacher import Cacher
+from .registry.generic import ResourceStore
+
+
+class CachedClusterState:
+    """`admission.interface.ClusterState` over the apiserver's stores and watch caches."""
+
+    def __init__(self, stores: dict[tuple[str, str, str], ResourceStore],
+                 cachers: dict[tuple[str, str, str], Cacher]) -> None:
+        self.stores = stores
+        self.cachers = cachers
+
+    def _find(self, group: str, resource: str) -> tuple[ResourceStore, Cacher] | None:
+        for (g, version, plural), store in self.stores.items():
+            if g == group and plural == resource and not store.resource.storage_version:
+                return store, self.cachers[(g, version, plural)]
+        return None
+
+    def get(self, group: str, resource: str, namespace: str, name: str) -> dict[str, Any] | None:
+        found = self._find(group, resource)
+        if found is None:
+            return None
+        store, cacher = found
+        kv = cacher.objects.get(store.key(namespace, name))
+        return store.decode(kv) if kv is not None else None
+
+    def list(self, group: str, resource: str, namespace: str = "") -> list[dict[str, Any]]:
+        found = self._find(group, resource)
+        if found is None:
+            return []
+        store, cacher = found
+        kvs, _ = cacher.snapshot(store.prefix(namespace))
+        return [store.decode(kv) for kv in kvs]
+
+    async def update(self, group: str, resource: str, namespace: str, name: str,
+                     mutate: Callable[[dict[str, Any]], dict[str, Any]], subresource: str = "") -> dict[str, Any]:
+        found = self._find(group, resource)
+        assert found is not None, f"no store for {resource}.{group}"
+        return await found[0].guaranteed_update(namespace, name, mutate, subresource=subresource)
+
+
+class RequestAdmission:
+    """The admission chain bound to one request: what the registry calls (`registry.generic.Admission`)."""
+
+    def __init__(self, chain: AdmissionChain, operation: str, store: ResourceStore, *, user: UserInfo,
+                 namespace: str, name: str, subresource: str, dry_run: bool, options: dict[str, Any],
+                 kind: tuple[str, str, str] | None = None) -> None:
+        res = store.resource
+        self.chain = chain
+        self.attributes = Attributes(operation=operation, group=res.group, version=res.version,
+                                     resource=res.plural, kind=kind or (res.group, res.version, res.kind),
+                                     user=user, namespace=namespace, name=name, subresource=subresource,
+                                     dry_run=dry_run, options=options)
+
+    async def mutate(self, obj: dict[str, Any] | None, old: dict[str, Any] | None) -> bool:
+        if not any(plugin.handles(self.attributes.operation) for plugin in self.chain.mutating):
+            return False
+        self.attributes.object, self.attributes.old_object = obj, old
+        await self.chain.admit(self.attributes)
+        return True
+
+    async def validate(self, obj: dict[str, Any] | None, old: dict[str, Any] | None) -> None:
+        self.attributes.object, self.attributes.old_object = obj, old
+        await self.chain.validate(self.attributes)
+
+
+class Admitter:
+    """Builds a `RequestAdmission` per request; None when no plugin is enabled (nothing to run)."""
+
+    def __init__(self, chain: AdmissionChain) -> None:
+        self.chain = chain
+
+    def for_request(self, operation: str, store: ResourceStore, *, user: UserInfo, namespace: str, name: str,
+                    subresource: str = "", dry_run: bool = False, options: dict[str, Any] | None = None,
+                    kind: tuple[str, str, str] | None = None) -> RequestAdmission | None:
+        if not self.chain.plugins:
+            return None
+        return RequestAdmission(self.chain, operation, store, user=user, namespace=namespace, name=name,
+                                subresource=subresource, dry_run=dry_run, options=copy.deepcopy(options or {}),
+                                kind=kind)
