@@ -27,21 +27,17 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-import orjson
-
 from bench import baseline_server
 from bench.common import (
     Op,
     Side,
-    TLSFiles,
     admin_tls,
     compare,
-    connection_pool,
     control_plane,
     create_namespace,
     create_pod,
     parse_load,
-    pod_body,
+    pod_creates,
     server_pids,
     verdict,
 )
@@ -52,18 +48,6 @@ NAMESPACE = "bench-api"
 RAW_PREFIX = "/registry/pods/bench-raw/"  # as long as the apiserver's "/registry/pods/bench-api/"
 ROUTE_KEY = "/registry/pods/bench-bare/route"
 TARGET = 0.5
-NAME_MARK = "@NAME@"
-
-
-@asynccontextmanager
-async def posts(url: str, tls: TLSFiles) -> AsyncIterator[Op]:
-    head, tail = orjson.dumps(pod_body(NAME_MARK)).split(NAME_MARK.encode())
-    path = f"/api/v1/namespaces/{NAMESPACE}/pods"
-    async with connection_pool(url, tls) as pool:
-        async def create(name: str) -> None:
-            await pool.request("POST", path, head + name.encode() + tail, expect=201)
-
-        yield create
 
 
 @asynccontextmanager
@@ -89,8 +73,8 @@ def main() -> None:
                   f"{rounds} rounds of {load.seconds:g} s; request body {len(body)} B, stored value "
                   f"{len(value)} B", flush=True)
             sides = [Side("etcd txn", etcd_creates, (cp.etcd.endpoint, value)),
-                     Side("route + etcd create", posts, (f"https://127.0.0.1:{port}", tls)),
-                     Side("apiserver", posts, (cp.url, tls))]
+                     Side("route + etcd create", pod_creates, (f"https://127.0.0.1:{port}", tls, NAMESPACE)),
+                     Side("apiserver", pod_creates, (cp.url, tls, NAMESPACE))]
             rates = compare(load, rounds, sides, {**server_pids(cp), "route+etcd": route.pid}, "create")
         finally:
             baseline_server.stop(route)

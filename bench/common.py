@@ -188,6 +188,21 @@ async def connection_pool(url: str, tls: TLSFiles) -> AsyncIterator[ConnectionPo
         pool.close()
 
 
+@asynccontextmanager
+async def pod_creates(url: str, tls: TLSFiles, namespace: str) -> AsyncIterator[Op]:
+    """A session whose op POSTs `pod_body(<op tag>)` into `namespace` and expects 201."""
+    head, tail = orjson.dumps(pod_body(_NAME_MARK)).split(_NAME_MARK.encode())
+    path = f"/api/v1/namespaces/{namespace}/pods"
+    async with connection_pool(url, tls) as pool:
+        async def create(name: str) -> None:
+            await pool.request("POST", path, head + name.encode() + tail, expect=201)
+
+        yield create
+
+
+_NAME_MARK = "@NAME@"
+
+
 # the cluster ------------------------------------------------------------------------------------------
 
 @contextmanager

@@ -13,7 +13,7 @@ import subprocess
 import sys
 import time
 
-BENCHMARKS = ("bench_create", "bench_get", "bench_watch", "bench_up", "bench_apply")
+BENCHMARKS = ("bench_create", "bench_get", "bench_watch", "bench_up", "bench_apply", "bench_security")
 VERDICTS = ("[PASS]", "[MISS]")
 
 

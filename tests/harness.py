@@ -1,9 +1,9 @@
 """A real control plane for tests and benchmarks: etcd plus an apiserver process, over HTTPS.
 
 `ControlPlane` starts an etcd member (store.etcd_server.EtcdServer), issues a throwaway PKI (a CA, a serving
-certificate, an admin client certificate in `system:masters`), and runs `mkpy apiserver` as a child
-process exactly as `mkpy up` does. `client()` returns an httpx client that authenticates with the admin
-certificate; `kubeconfig` is a file for kubectl and the Python client.
+certificate, an admin client certificate in `system:masters`, the service-account key pair), and runs
+`mkpy apiserver` as a child process exactly as `mkpy up` does. `client()` returns an httpx client that
+authenticates with the admin certificate; `kubeconfig` is a file for kubectl and the Python client.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from minikube_py.auth import pki
 from minikube_py.store.etcd_server import EtcdCluster, EtcdServer, free_port
 
 READY_TIMEOUT = 30.0
+SERVICE_ACCOUNT_ISSUER = "https://kubernetes.default.svc.cluster.local"
 
 
 class ControlPlane:
@@ -41,6 +42,7 @@ class ControlPlane:
         self.admin = pki.ensure_client_cert(pki_dir, ca, "admin", user="kubernetes-admin",
                                             groups=["system:masters"])
         self.ca_file = ca.cert_path
+        self.sa_key, self.sa_pub = pki.ensure_service_account_key(pki_dir)
         self.kubeconfig = self.workdir / "kubeconfig"
         self._write_kubeconfig()
 
@@ -63,7 +65,10 @@ class ControlPlane:
                 f"--etcd-servers={','.join(self.etcd_endpoints)}", "--bind-address=127.0.0.1",
                 f"--secure-port={self.port}", f"--tls-cert-file={self.serving.cert_path}",
                 f"--tls-private-key-file={self.serving.key_path}", f"--client-ca-file={self.ca_file}",
-                *self.extra_args]
+                f"--service-account-key-file={self.sa_pub}", f"--service-account-signing-key-file={self.sa_key}",
+                f"--service-account-issuer={SERVICE_ACCOUNT_ISSUER}",
+                "--authorization-mode=Node,RBAC", "--enable-admission-plugins=NodeRestriction",
+                *self.extra_args]  # extra_args may name other modes or plugins: the last of a flag wins
 
     def start(self) -> ControlPlane:
         if isinstance(self.etcd, EtcdCluster) or not self.etcd.running:

@@ -35,6 +35,8 @@ class Attributes:
     `old_object` is the stored object for UPDATE and DELETE. `kind` is (group, version, kind) of `object`:
     for a subresource it is the subresource's kind (`Scale`, `Binding`, `PodExecOptions`).
     `options` is the CreateOptions/UpdateOptions/DeleteOptions object of the request, for webhooks.
+    `warnings` go back to the client as `Warning` headers (kube's `warning.AddWarning`) when the request
+    succeeds; `audit_annotations` go on the request's audit event (kube's `audit.AddAuditAnnotation`).
     """
 
     operation: str
@@ -50,6 +52,8 @@ class Attributes:
     old_object: dict[str, Any] | None = None
     dry_run: bool = False
     options: dict[str, Any] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+    audit_annotations: dict[str, str] = field(default_factory=dict)
 
     @property
     def group_resource(self) -> str:

@@ -131,7 +131,8 @@ RESOURCES: tuple[Resource, ...] = (
        singular_name="endpoints"),
     _r("", "v1", "ConfigMap", "configmaps", short_names=("cm",)),
     _r("", "v1", "Secret", "secrets"),
-    _r("", "v1", "ServiceAccount", "serviceaccounts", short_names=("sa",)),
+    _r("", "v1", "ServiceAccount", "serviceaccounts", short_names=("sa",),
+       extra=(Subresource("token", "TokenRequest", "authentication.k8s.io", "v1", verbs=("create",)),)),
     _r("", "v1", "Node", "nodes", namespaced=False, short_names=("no",), status=True, storage_prefix="minions"),
     _r("", "v1", "Event", "events", short_names=("ev",)),
     _r("", "v1", "LimitRange", "limitranges", short_names=("limits",)),
@@ -177,6 +178,23 @@ RESOURCES: tuple[Resource, ...] = (
     _r("rbac.authorization.k8s.io", "v1", "RoleBinding", "rolebindings"),
     _r("rbac.authorization.k8s.io", "v1", "ClusterRole", "clusterroles", namespaced=False),
     _r("rbac.authorization.k8s.io", "v1", "ClusterRoleBinding", "clusterrolebindings", namespaced=False),
+    # admissionregistration.k8s.io/v1
+    _r("admissionregistration.k8s.io", "v1", "MutatingWebhookConfiguration", "mutatingwebhookconfigurations",
+       namespaced=False, categories=("api-extensions",)),
+    _r("admissionregistration.k8s.io", "v1", "ValidatingWebhookConfiguration", "validatingwebhookconfigurations",
+       namespaced=False, categories=("api-extensions",)),
+    # authentication.k8s.io/v1: reviews are answered, never stored
+    _r("authentication.k8s.io", "v1", "TokenReview", "tokenreviews", namespaced=False, verbs=("create",)),
+    _r("authentication.k8s.io", "v1", "SelfSubjectReview", "selfsubjectreviews", namespaced=False,
+       verbs=("create",)),
+    # authorization.k8s.io/v1: access reviews are answered by RBAC, never stored
+    _r("authorization.k8s.io", "v1", "SubjectAccessReview", "subjectaccessreviews", namespaced=False,
+       verbs=("create",)),
+    _r("authorization.k8s.io", "v1", "SelfSubjectAccessReview", "selfsubjectaccessreviews", namespaced=False,
+       verbs=("create",)),
+    _r("authorization.k8s.io", "v1", "LocalSubjectAccessReview", "localsubjectaccessreviews", verbs=("create",)),
+    _r("authorization.k8s.io", "v1", "SelfSubjectRulesReview", "selfsubjectrulesreviews", namespaced=False,
+       verbs=("create",)),
     # apiextensions.k8s.io/v1
     _r("apiextensions.k8s.io", "v1", "CustomResourceDefinition", "customresourcedefinitions", namespaced=False,
        short_names=("crd", "crds"), status=True,
@@ -185,9 +203,9 @@ RESOURCES: tuple[Resource, ...] = (
 
 # The order groups appear in discovery (kube lists the legacy group first, then by priority).
 GROUP_ORDER = (
-    "", "apps", "events.k8s.io", "autoscaling", "batch", "policy", "rbac.authorization.k8s.io",
-    "networking.k8s.io", "apiextensions.k8s.io", "scheduling.k8s.io", "coordination.k8s.io",
-    "discovery.k8s.io",
+    "", "apps", "events.k8s.io", "authentication.k8s.io", "autoscaling", "batch", "policy",
+    "rbac.authorization.k8s.io", "networking.k8s.io", "admissionregistration.k8s.io", "apiextensions.k8s.io",
+    "scheduling.k8s.io", "coordination.k8s.io", "discovery.k8s.io",
 )
 
 

@@ -35,13 +35,14 @@ from ..auth.pki import first_service_ip
 from ..store.compactor import Compactor
 from ..store.etcd import EtcdStorage
 from ..store.interface import Storage
-from . import discovery, responses
+from . import authnreviews, discovery, rbac, responses, serviceaccounts
 from .admitter import Admitter, CachedClusterState
 from .authorization import build_authorizer
 from .bootstrap import bootstrap
 from .cacher import Cacher
 from .consistency import ConsistentReads
 from .customresources import CustomResourceController
+from .encryption import with_encryption
 from .handlers import ResourceHandler
 from .namespaces import NamespaceLifecycle
 from .openapi import OpenAPIDocuments
@@ -98,7 +99,8 @@ class APIServer:
 
     async def start(self) -> None:
         if self.storage is None:
-            self.storage = await EtcdStorage.connect(self.options.etcd_servers)
+            self.storage = with_encryption(await EtcdStorage.connect(self.options.etcd_servers),
+                                           self.options.encryption_provider_config, self.registry)
         self.cachers = build_cachers(self.storage, self.registry)
         for cacher in set(self.cachers.values()):
             cacher.start()
@@ -112,11 +114,14 @@ class APIServer:
         address = self.options.advertise_address or self.options.bind_address
         await bootstrap(self.stores, str(first_service_ip(self.options.service_cluster_ip_range)), address,
                         self.options.secure_port)
+        self.stand_ins = serviceaccounts.ControllerStandIns(self).start()  # KCM's controllers until issue 7
+        self.rbac = await rbac.install(self)
         self.compactor = Compactor(self.storage, interval=self.options.etcd_compaction_interval)
         self.compactor.start()
         self.custom_resources = CustomResourceController(self)
         self.custom_resources.start()
         self.authorizer = build_authorizer(self.options.authorization_mode, self)
+        authnreviews.install(self)
         self.ready.set()
 
     def install(self, res: Resource, schema: CompiledSchema) -> None:

@@ -33,6 +33,8 @@ from ..auth.authorizer import (
     Decision,
     forbidden_message,
 )
+from ..auth.node import NodeAuthorizer
+from .nodegraph import node_graph
 from .request import parse_resource_path
 from .responses import error_response
 
@@ -40,6 +42,8 @@ from .responses import error_response
 MODES: dict[str, Callable[[Any], Authorizer]] = {
     "AlwaysAllow": lambda server: AlwaysAllow(),
     "AlwaysDeny": lambda server: AlwaysDeny(),
+    "Node": lambda server: NodeAuthorizer(node_graph(server)),
+    "RBAC": lambda server: server.rbac.authorizer,
 }
 
 
@@ -59,22 +63,31 @@ def attributes_for(scope: Scope, user: UserInfo) -> Attributes:
     namespace, name = info.namespace, info.name
     if info.resource == "namespaces" and info.group == "" and name:
         namespace = name
-    if info.verb in ("list", "watch", "deletecollection") and not name:
-        name = _name_from_field_selector(query.get("fieldSelector", ""))
+    field_selector: tuple[tuple[str, str, str], ...] = ()
+    if info.verb in ("list", "watch", "deletecollection"):
+        field_selector = _field_requirements(query.get("fieldSelector", ""))
+        if not name:
+            name = next((value for field, op, value in field_selector if field == "metadata.name" and op != "!="),
+                        "")
     return Attributes(user=user, verb=info.verb, namespace=namespace, api_group=info.group,
-                      api_version=info.version, resource=info.resource, subresource=info.subresource, name=name)
+                      api_version=info.version, resource=info.resource, subresource=info.subresource, name=name,
+                      field_selector=field_selector)
 
 
 _NON_RESOURCE_VERBS = {"HEAD": "get"}
 
 
-def _name_from_field_selector(selector: str) -> str:
-    """X for `metadata.name=X` (or `==X`), the one field selector that makes a list about one object."""
-    for requirement in selector.split(","):
-        field, _, value = requirement.partition("=")
-        if field.strip() == "metadata.name":
-            return value.removeprefix("=").strip()
-    return ""
+def _field_requirements(selector: str) -> tuple[tuple[str, str, str], ...]:
+    """`a=x,b!=y` as (field, operator, value) triples; `==` is written `=`. Malformed parts are skipped:
+    the handler rejects the selector itself with a 400 after authorization."""
+    requirements = []
+    for part in selector.split(","):
+        for op in ("!=", "==", "="):
+            field, found, value = part.partition(op)
+            if found:
+                requirements.append((field.strip(), "!=" if op == "!=" else "=", value.strip()))
+                break
+    return tuple(requirements)
 
 
 def forbidden(attributes: Attributes, reason: str) -> errors.APIError:

@@ -65,9 +65,13 @@ class ResourceHandler:
             options["dryRun"] = ["All"]
         if query.get("fieldManager"):
             options["fieldManager"] = query["fieldManager"]
-        return self.admitter.for_request(operation, store, user=request_user(request), namespace=info.namespace,
-                                         name=name or info.name, subresource=info.subresource, dry_run=dry_run,
-                                         options=options, kind=kind)
+        admission = self.admitter.for_request(operation, store, user=request_user(request),
+                                              namespace=info.namespace, name=name or info.name,
+                                              subresource=info.subresource, dry_run=dry_run, options=options,
+                                              kind=kind)
+        if admission is not None:  # its plugins' warnings go out as Warning headers (see `handle`)
+            request.state.admissions = [*getattr(request.state, "admissions", []), admission]
+        return admission
 
     async def handle(self, request: Request) -> Response:
         try:
@@ -75,7 +79,7 @@ class ResourceHandler:
             if info is None or not info.parts_valid:
                 raise errors.route_not_found()
             store = self._store_for(info)
-            return await self._dispatch(request, info, store)
+            return _warn(await self._dispatch(request, info, store), _admission_warnings(request))
         except errors.APIError as err:
             return responses.error_response(err)
 
@@ -87,6 +91,8 @@ class ResourceHandler:
             raise errors.route_not_found()
         if info.subresource and store.resource.subresource(info.subresource) is None:
             raise errors.route_not_found()
+        if not info.subresource and info.verb not in store.resource.verbs:
+            raise errors.method_not_allowed(info.verb)  # e.g. a GET of tokenreviews, which are only created
         return store
 
     async def _dispatch(self, request: Request, info: RequestInfo, store: ResourceStore) -> Response:
@@ -362,6 +368,12 @@ def _gvk(resource: Resource | None) -> tuple[str, str, str]:
 
 def _user_agent(request: Request) -> str:
     return request.headers.get("user-agent", "")
+
+
+def _admission_warnings(request: Request) -> list[str]:
+    """What this request's admission plugins said for the client (kube's `warning.AddWarning`), once each."""
+    admissions = getattr(request.state, "admissions", [])
+    return list(dict.fromkeys(text for admission in admissions for text in admission.attributes.warnings))
 
 
 def _warn(response: Response, warnings: list[str]) -> Response:

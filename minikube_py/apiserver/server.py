@@ -19,8 +19,10 @@ from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from ..auth.authn import Authenticator
 from .app import APIServer, build_app
+from .audit import AuditInitMiddleware, AuditMiddleware, Auditor
 from .authentication import AuthenticationMiddleware
 from .authorization import AuthorizationMiddleware
+from .impersonation import ImpersonationMiddleware
 from .options import ServerOptions
 
 
@@ -37,12 +39,18 @@ class TLSHttpProtocol(HttpToolsProtocol):
 
 
 def make_asgi_app(options: ServerOptions, server: APIServer | None = None) -> Any:
-    """The handler chain, outermost first: authentication → authorization → the app (routes)."""
+    """The handler chain, outermost first: (audit ID) → authentication → audit → impersonation → authorization
+    → the app."""
     server = server or APIServer(options)
     authenticator = Authenticator.from_token_auth_file(options.token_auth_file, anonymous=options.anonymous_auth)
     server.authenticator = authenticator
     app = AuthorizationMiddleware(build_app(server), server)
-    return AuthenticationMiddleware(app, authenticator)
+    app = ImpersonationMiddleware(app, server)
+    auditor = Auditor.from_options(options)  # None without --audit-policy-file and --audit-log-path
+    if auditor is not None:
+        app = AuditMiddleware(app, auditor)
+    app = AuthenticationMiddleware(app, authenticator)
+    return AuditInitMiddleware(app, auditor) if auditor is not None else app
 
 
 def uvicorn_config(options: ServerOptions, app: Any) -> uvicorn.Config:

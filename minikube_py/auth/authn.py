@@ -48,6 +48,19 @@ class UserInfo:
 ANONYMOUS = UserInfo(username=ANONYMOUS_USER, groups=(UNAUTHENTICATED_GROUP,))
 
 
+def user_info(user: UserInfo) -> dict[str, Any]:
+    """`user` as the API's UserInfo object (reviews, AdmissionReview, audit events): empty fields left out,
+    as Go's `omitempty` does."""
+    info: dict[str, Any] = {"username": user.username}
+    if user.uid:
+        info["uid"] = user.uid
+    if user.groups:
+        info["groups"] = list(user.groups)
+    if user.extra:
+        info["extra"] = {key: list(values) for key, values in user.extra.items()}
+    return info
+
+
 class TokenAuthenticator(Protocol):
     """Recognises bearer tokens of one kind (static file, service-account JWT, ...)."""
 
@@ -111,19 +124,17 @@ def _parse_token_record(path: str | Path, line: int, record: list[str]) -> tuple
 
 
 def bearer_token(authorization_header: str | None) -> str | None:
-    """The token of an `Authorization: Bearer <token>` header (scheme case-insensitive), else None."""
+    """The token of an `Authorization: Bearer <token>` header (scheme case-insensitive), else None.
+
+    As in kube the header is split on single spaces, so `Bearer` followed by nothing, or by two spaces,
+    carries an empty token ("": a 401), while another scheme (`Basic ...`) carries none (None: anonymous).
+    """
     if not authorization_header:
         return None
     parts = authorization_header.strip().split(" ")
-    if len(parts) < 2 or parts[0].lower() != "bearer" or not parts[1]:
+    if parts[0].lower() != "bearer":
         return None
-    return parts[1]
-
-
-def _empty_bearer(authorization_header: str | None) -> bool:
-    """`Authorization: Bearer` with no token: an invalid token (401), not an absent one (anonymous)."""
-    parts = (authorization_header or "").split()
-    return len(parts) == 1 and parts[0].lower() == "bearer"
+    return parts[1] if len(parts) > 1 else ""
 
 
 def _user_from_subject(subject: tuple[tuple[tuple[str, str], ...], ...]) -> UserInfo | None:
@@ -174,9 +185,9 @@ class Authenticator:
                 return user
         token = bearer_token(authorization_header)
         if token is None:
-            if _empty_bearer(authorization_header) or not self.anonymous:
-                return None
-            return ANONYMOUS
+            return ANONYMOUS if self.anonymous else None
+        if not token:
+            return None
         for authenticator in self._token_authenticators:
             user = authenticator.authenticate_token(token)
             if user is not None:

@@ -52,6 +52,9 @@ class Attributes:
     subresource: str = ""
     name: str = ""
     path: str = ""
+    # the list's or watch's field selector, as (field, operator, value) requirements: the Node authorizer
+    # lets a kubelet list pods only with `spec.nodeName=<itself>`
+    field_selector: tuple[tuple[str, str, str], ...] = ()
 
 
 class Authorizer(Protocol):

@@ -10,7 +10,10 @@ Identity lives in the certificate subject, as kube's x509 authenticator reads it
 user name and every Organization is a group (the admin is `kubernetes-admin` in `system:masters`; later
 components get `system:kube-scheduler`, `system:node:<name>` in `system:nodes`, ...).
 
-Keys are ECDSA P-256: they take ~1 ms to generate (RSA 2048 takes ~100 ms), and Go's TLS (kubectl),
+The service-account key pair (`sa.key`/`sa.pub`) is no certificate: it signs and verifies the JWTs of
+`auth/serviceaccount.py`.
+
+Certificate keys are ECDSA P-256: they take ~1 ms to generate (RSA 2048 takes ~100 ms), and Go's TLS (kubectl),
 OpenSSL and `cryptography` all accept them. Keys are written as PKCS#8 PEM with mode 0600; every file is
 written to a temporary name and renamed, so a crash never leaves half a file behind.
 """
@@ -27,7 +30,7 @@ from pathlib import Path
 from cryptography import x509
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 CA_VALIDITY = datetime.timedelta(days=3650)
@@ -37,6 +40,8 @@ RENEW_BEFORE = datetime.timedelta(days=30)
 BACKDATE = datetime.timedelta(minutes=5)
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
+NODE_USER_PREFIX = "system:node:"
+NODES_GROUP = "system:nodes"
 
 
 @dataclass(frozen=True)
@@ -101,6 +106,37 @@ def ensure_client_cert(pki_dir: Path, ca: CertificateAuthority, name: str, *, us
     wanted = _subject(user, groups)
     return _ensure_leaf(pki_dir, ca, name, wanted, ExtendedKeyUsageOID.CLIENT_AUTH,
                         lambda cert: cert.subject == wanted, None, now)
+
+
+def ensure_node_client_cert(pki_dir: Path, ca: CertificateAuthority, node_name: str, *,
+                            now: datetime.datetime | None = None) -> KeyPair:
+    """Load or issue `kubelet-<node>.crt`/`.key`: the kubelet identity `system:node:<node>` in
+    `system:nodes`, which the node authorizer limits to that node's own objects."""
+    return ensure_client_cert(pki_dir, ca, f"kubelet-{node_name}", user=f"{NODE_USER_PREFIX}{node_name}",
+                              groups=(NODES_GROUP,), now=now)
+
+
+def ensure_service_account_key(pki_dir: Path) -> tuple[Path, Path]:
+    """Load or create `sa.key` (RSA 2048, PKCS#8) and `sa.pub` (its public key), as kubeadm names them: the
+    apiserver signs service-account tokens with the first and verifies them with the second. A pair that
+    is missing, unreadable or mismatched is replaced, which invalidates every token issued before."""
+    key_path, pub_path = pki_dir / "sa.key", pki_dir / "sa.pub"
+    try:
+        key = serialization.load_pem_private_key(key_path.read_bytes(), password=None)
+        public = serialization.load_pem_public_key(pub_path.read_bytes())
+        if isinstance(key, rsa.RSAPrivateKey) and key.public_key() == public:
+            return key_path, pub_path
+    except (OSError, ValueError, TypeError):
+        pass
+    # RSA because tokens are RS256, kube's default and what every JWT library verifies.
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    pki_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+    write_file(key_path, key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                           serialization.NoEncryption()), mode=0o600)
+    public_pem = key.public_key().public_bytes(serialization.Encoding.PEM,
+                                               serialization.PublicFormat.SubjectPublicKeyInfo)
+    write_file(pub_path, public_pem, mode=0o644)
+    return key_path, pub_path
 
 
 def apiserver_sans(advertise_address: str, service_cluster_ip_range: str) -> tuple[list[IPAddress], list[str]]:

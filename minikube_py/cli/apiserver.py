@@ -77,11 +77,7 @@ def apiserver(**flags: Any) -> None:
     """Run the Kubernetes API server in the foreground."""
     if bool(flags["tls_cert_file"]) != bool(flags["tls_private_key_file"]):
         raise click.UsageError("--tls-cert-file and --tls-private-key-file must be given together")
-    if flags["token_auth_file"]:
-        try:
-            parse_token_file(flags["token_auth_file"])  # the server parses it again; this makes a bad line a clean error
-        except TokenFileError as err:
-            raise click.UsageError(f"--token-auth-file: {err}") from err
+    _check_files(flags)
     try:
         enabled_plugins(flags["enable_admission_plugins"], flags["disable_admission_plugins"])
     except ValueError as err:
@@ -96,6 +92,40 @@ def apiserver(**flags: Any) -> None:
         serve(options)
     except KeyboardInterrupt:
         pass
+
+
+def _check_files(flags: dict[str, Any]) -> None:
+    """Every file the apiserver will read at start is read here first, so that a bad one is a one-line
+    usage error naming the flag and the problem instead of a server that dies while starting."""
+    if flags["token_auth_file"]:
+        try:
+            parse_token_file(flags["token_auth_file"])
+        except TokenFileError as err:
+            raise click.UsageError(f"--token-auth-file: {err}") from err
+    if flags["service_account_key_files"] or flags["service_account_signing_key_file"]:
+        from minikube_py.auth.serviceaccount import KeyFileError, load_public_keys, load_signing_key
+
+        try:
+            for path in flags["service_account_key_files"]:
+                load_public_keys(path)
+            if flags["service_account_signing_key_file"]:
+                load_signing_key(flags["service_account_signing_key_file"])
+        except KeyFileError as err:
+            raise click.UsageError(str(err)) from err
+    if flags["encryption_provider_config"]:
+        from minikube_py.apiserver.encryption import EncryptionConfigError, load_encryption_config
+
+        try:
+            load_encryption_config(flags["encryption_provider_config"])
+        except EncryptionConfigError as err:
+            raise click.UsageError(f"--encryption-provider-config: {err}") from err
+    if flags["audit_policy_file"] or flags["audit_log_path"]:
+        from minikube_py.apiserver.audit import PolicyError, check_audit_flags
+
+        try:
+            check_audit_flags(flags["audit_policy_file"] or "", flags["audit_log_path"] or "")
+        except PolicyError as err:
+            raise click.UsageError(f"--audit-policy-file: {err}") from err
 
 
 def _default_advertise_address(bind_address: str) -> str:

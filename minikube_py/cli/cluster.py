@@ -6,7 +6,11 @@ Every `mkpy` command that acts on a cluster starts here: `Cluster.load(name)` (d
 
     <name>/cluster.json     ports chosen on the first `mkpy up`, and where the context was merged
     <name>/kubeconfig       standalone admin kubeconfig (`mkpy kubeconfig` prints its path)
-    <name>/pki/             ca.crt/.key, apiserver.crt/.key, admin.crt/.key, optional tokens.csv
+    <name>/kubeconfigs/     one per component identity: controller-manager.conf, scheduler.conf,
+                            cloud-controller-manager.conf, kubelet-<node>.conf
+    <name>/pki/             ca.crt/.key, apiserver.crt/.key, admin.crt/.key, a client certificate per
+                            component (<component>.crt/.key), sa.key/sa.pub (service-account token
+                            keys), optional tokens.csv
     <name>/etcd/            etcd's --data-dir: every object of the cluster
     <name>/logs/<component>.log
     <name>/run/<component>.pid
@@ -105,6 +109,15 @@ class Cluster:
     def cert_files(self, name: str) -> tuple[Path, Path]:
         """The certificate and key of `name` in pki/ ("ca", "apiserver", "admin"), as `auth.pki` writes them."""
         return self.pki_dir / f"{name}.crt", self.pki_dir / f"{name}.key"
+
+    def component_kubeconfig(self, component: str) -> Path:
+        """The kubeconfig holding `component`'s own identity ("scheduler", "kubelet-<node>", ...)."""
+        return self.dir / "kubeconfigs" / f"{component}.conf"
+
+    @property
+    def service_account_key_files(self) -> tuple[Path, Path]:
+        """The private key that signs service-account tokens and the public key that verifies them."""
+        return self.pki_dir / "sa.key", self.pki_dir / "sa.pub"
 
     @property
     def token_auth_file(self) -> Path:

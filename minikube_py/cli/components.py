@@ -26,6 +26,7 @@ from minikube_py.cli.supervisor import Health, Supervised, client_tls_context, p
 ETCD_READY_TIMEOUT = 10.0  # seconds; etcd with fast elections needs ~60 ms
 APISERVER_READY_TIMEOUT = 30.0  # seconds; generous for a cold disk cache on the first start
 COMPONENT_NAMES = ("etcd", "apiserver")  # the names control_plane() returns, in start order
+SERVICE_ACCOUNT_ISSUER = "https://kubernetes.default.svc.cluster.local"  # as kubeadm sets it
 
 
 @dataclass(frozen=True)
@@ -88,6 +89,7 @@ def _etcd_argv(cluster: Cluster) -> list[str]:
 def _apiserver_argv(cluster: Cluster, advertise_address: str) -> list[str]:
     ca_file, _ = cluster.cert_files("ca")
     cert_file, key_file = cluster.cert_files("apiserver")
+    sa_key, sa_pub = cluster.service_account_key_files
     argv = [
         sys.executable, "-m", "minikube_py.cli.main", "apiserver",
         f"--etcd-servers={cluster.etcd_endpoint}",
@@ -96,13 +98,30 @@ def _apiserver_argv(cluster: Cluster, advertise_address: str) -> list[str]:
         f"--tls-cert-file={cert_file}",
         f"--tls-private-key-file={key_file}",
         f"--client-ca-file={ca_file}",
+        f"--service-account-key-file={sa_pub}",
+        f"--service-account-signing-key-file={sa_key}",
+        f"--service-account-issuer={SERVICE_ACCOUNT_ISSUER}",
+        "--authorization-mode=Node,RBAC",  # as kubeadm: kubelets by the Node authorizer, everyone else by RBAC
+        "--enable-admission-plugins=NodeRestriction",
     ]
     if advertise_address:
         argv.append(f"--advertise-address={advertise_address}")
     # A lab enables static tokens by writing pki/tokens.csv and restarting the cluster.
     if cluster.token_auth_file.exists():
         argv.append(f"--token-auth-file={cluster.token_auth_file}")
-    return argv
+    return argv + _encryption_and_audit_flags(cluster)
+
+
+def _encryption_and_audit_flags(cluster: Cluster) -> list[str]:
+    """Secrets encrypted with the cluster's own aescbc key (pki/encryption-config.yaml, made once and kept),
+    and every request audited at Metadata level to logs/audit.log (policy: audit-policy.yaml, editable)."""
+    from minikube_py.apiserver.auditpolicy import ensure_default_policy
+    from minikube_py.apiserver.encryption import ensure_config_file
+
+    encryption = ensure_config_file(cluster.pki_dir / "encryption-config.yaml")
+    policy = ensure_default_policy(cluster.dir / "audit-policy.yaml")
+    return [f"--encryption-provider-config={encryption}", f"--audit-policy-file={policy}",
+            f"--audit-log-path={cluster.logs_dir / 'audit.log'}"]
 
 
 def _apiserver_probe(cluster: Cluster) -> Health:

@@ -39,6 +39,14 @@ from minikube_py.cli.supervisor import Supervised
 
 ADMIN_USER = "kubernetes-admin"
 ADMIN_GROUPS = ("system:masters",)
+# Each control-plane component's own identity, as kubeadm issues them (certificate/kubeconfig name, user);
+# none is in a group: RBAC's bootstrap bindings name these users. Kubelets get one per node
+# (`ensure_node_identity`).
+COMPONENT_IDENTITIES = (
+    ("controller-manager", "system:kube-controller-manager"),
+    ("scheduler", "system:kube-scheduler"),
+    ("cloud-controller-manager", "system:cloud-controller-manager"),
+)
 
 
 @click.command()
@@ -106,12 +114,35 @@ def delete(name: str) -> None:
 
 
 def _ensure_pki(cluster: Cluster, advertise_address: str) -> None:
-    """The CA, the apiserver's serving certificate and the admin's client certificate, reused when valid."""
+    """The CA, the apiserver's serving certificate, the admin's and every component's client certificate
+    (with its kubeconfig) and the service-account key pair, all reused when valid."""
     ca = pki.ensure_ca(cluster.pki_dir)
     ips, dns_names = pki.apiserver_sans(advertise_address, ServerOptions().service_cluster_ip_range)
     pki.ensure_serving_cert(cluster.pki_dir, ca, "apiserver", common_name="kube-apiserver",
                             ip_addresses=ips, dns_names=dns_names)
     pki.ensure_client_cert(cluster.pki_dir, ca, "admin", user=ADMIN_USER, groups=ADMIN_GROUPS)
+    for component, user in COMPONENT_IDENTITIES:
+        _write_identity(cluster, component, pki.ensure_client_cert(cluster.pki_dir, ca, component, user=user))
+    pki.ensure_service_account_key(cluster.pki_dir)
+
+
+def ensure_node_identity(cluster: Cluster, node_name: str) -> Path:
+    """The kubeconfig of node `node_name`'s kubelet (`system:node:<name>` in `system:nodes`), issued by the
+    cluster CA on first use; what node creation hands to each kubelet."""
+    ca = pki.ensure_ca(cluster.pki_dir)
+    pair = pki.ensure_node_client_cert(cluster.pki_dir, ca, node_name)
+    return _write_identity(cluster, f"kubelet-{node_name}", pair)
+
+
+def _write_identity(cluster: Cluster, component: str, pair: pki.KeyPair) -> Path:
+    """Write `kubeconfigs/<component>.conf` for `pair` (rewritten on every up, as the admin's is, so it
+    follows a reissued certificate)."""
+    ca_file, _ = cluster.cert_files("ca")
+    config = kubeconfig.standalone(cluster.context_name, cluster.apiserver_url, ca_file.read_bytes(),
+                                   pair.cert_path.read_bytes(), pair.key_path.read_bytes())
+    path = cluster.component_kubeconfig(component)
+    kubeconfig.write(path, config)
+    return path
 
 
 def _write_kubeconfigs(console: Console, cluster: Cluster, *, switch_context: bool) -> Path | None:

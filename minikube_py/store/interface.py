@@ -30,6 +30,9 @@ class KeyValue:
     value: bytes
     create_revision: int
     mod_revision: int
+    # read through a storage transformer other than the one writes use (an old encryption key): an update
+    # must write the value back even when the object did not change, which is how key rotation works
+    stale: bool = False
 
 
 @dataclass(frozen=True)

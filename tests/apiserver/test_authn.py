@@ -10,7 +10,8 @@ from tests.harness import ControlPlane
 def test_static_tokens_authenticate_and_unknown_ones_do_not(tmp_path) -> None:
     tokens = tmp_path / "tokens.csv"
     tokens.write_text('s3cret,alice,uid-1,"devs,ops"\n')
-    cp = ControlPlane(extra_args=(f"--token-auth-file={tokens}",)).start()
+    # authentication alone is under test here: every authenticated user may do anything
+    cp = ControlPlane(extra_args=(f"--token-auth-file={tokens}", "--authorization-mode=AlwaysAllow")).start()
     try:
         context = cp.tls_context(with_admin_cert=False)
         with httpx.Client(base_url=cp.url, verify=context, headers={"Authorization": "Bearer s3cret"}) as alice:

@@ -56,13 +56,14 @@ def test_list_across_namespaces(api: httpx.Client, labeled: str) -> None:
 
 
 def test_paging_with_limit_and_continue_sees_one_snapshot(api: httpx.Client, namespace: str) -> None:
-    url = f"/api/v1/namespaces/{namespace}/configmaps"
+    # secrets: every namespace soon gets a ConfigMap of its own (kube-root-ca.crt), but no Secret
+    url = f"/api/v1/namespaces/{namespace}/secrets"
     for i in range(5):
-        api.post(url, json=configmap(f"cm-{i}"))
+        api.post(url, json={"metadata": {"name": f"cm-{i}"}})
     first = api.get(url, params={"limit": 2}).json()
     assert names(first) == ["cm-0", "cm-1"]
     assert first["metadata"]["remainingItemCount"] == 3
-    api.post(url, json=configmap("cm-9"))  # after the snapshot: must not show up in later pages
+    api.post(url, json={"metadata": {"name": "cm-9"}})  # after the snapshot: must not show up in later pages
     seen = names(first)
     token = first["metadata"]["continue"]
     while token:

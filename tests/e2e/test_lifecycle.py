@@ -29,6 +29,7 @@ from tests.e2e.conftest import (
     pod_manifest,
     run,
     service_manifest,
+    wait_until,
 )
 
 pytestmark = pytest.mark.e2e
@@ -121,8 +122,9 @@ def test_down_then_up_keeps_every_object_with_its_uid_and_resource_version(home:
     alpha.apply_manifest(namespace_manifest(NS))
     alpha.apply_manifest(KEPT_OBJECTS, NS)
     alpha.apply_manifest(KEPT_CLUSTER_OBJECTS)
+    # the namespace also gets its `default` ServiceAccount and the cluster CA's ConfigMap, a moment later
+    wait_until(lambda: len(snapshot(alpha)) == 11, "the 9 objects created here and the namespace's two")
     before = snapshot(alpha)
-    assert len(before) == 9
     etcd_keys = keys(alpha.etcdctl("get", "--prefix", "--keys-only", "/registry/").stdout)
 
     out = home("down", "--name", "alpha").stdout

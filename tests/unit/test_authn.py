@@ -58,14 +58,27 @@ def test_a_multi_valued_rdn_is_read_attribute_by_attribute():
     ("Bearer abc", "abc"),
     ("bearer abc", "abc"),
     ("  Bearer abc  ", "abc"),
-    ("Bearer", None),
-    ("Bearer ", None),
+    ("Bearer", ""),  # a bearer header with an empty token: invalid (401), not anonymous
+    ("Bearer ", ""),
+    ("Bearer  abc", ""),  # split on single spaces, as kube does
     ("Basic dXNlcjpwYXNz", None),
     ("", None),
     (None, None),
 ])
 def test_bearer_tokens_are_read_from_the_authorization_header(header, token):
     assert bearer_token(header) == token
+
+
+@pytest.mark.parametrize("header, user", [
+    (None, "system:anonymous"),
+    ("Basic dXNlcjpwYXNz", "system:anonymous"),
+    ("Bearer", None),
+    ("Bearer  abc", None),
+    ("Bearer unknown", None),
+])
+def test_only_requests_without_a_bearer_token_are_anonymous(header, user):
+    found = Authenticator(anonymous=True).authenticate(None, header)
+    assert (found.username if found else None) == user
 
 
 def test_a_known_token_is_its_user_with_uid_and_groups(tmp_path):

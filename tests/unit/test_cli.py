@@ -243,6 +243,8 @@ def test_apiserver_defaults_are_the_server_options_defaults(served):
     ("--service-node-port-range=32767-30000", "is not a port range"),
     ("--tls-cert-file=/nonexistent", "does not exist"),
     ("--no-such-flag", "No such option"),
+    ("--authorization-mode=Node,ABAC", "'ABAC' is not one of AlwaysAllow, AlwaysDeny, Node, RBAC"),
+    ("--enable-admission-plugins=NoSuchPlugin", "unknown admission plugin(s): NoSuchPlugin"),
 ])
 def test_bad_apiserver_flags_are_usage_errors(served, flag, message):
     result = mkpy("apiserver", flag)
@@ -255,6 +257,19 @@ def test_a_certificate_without_its_key_is_a_usage_error(served, tmp_path):
     (tmp_path / "s.crt").write_text("x")
     result = mkpy("apiserver", f"--tls-cert-file={tmp_path / 's.crt'}")
     assert result.exit_code == 2 and "must be given together" in result.output
+
+
+def test_a_plugin_both_enabled_and_disabled_is_a_usage_error(served):
+    result = mkpy("apiserver", "--enable-admission-plugins=Priority", "--disable-admission-plugins=Priority")
+    assert result.exit_code == 2 and "both enabled and disabled: Priority" in result.output
+    assert served == []
+
+
+def test_an_unusable_service_account_key_stops_the_apiserver_before_it_starts(served, tmp_path):
+    (tmp_path / "sa.pub").write_text("not a key\n")
+    result = mkpy("apiserver", f"--service-account-key-file={tmp_path / 'sa.pub'}")
+    assert result.exit_code == 2 and "sa.pub holds no RSA or ECDSA key" in result.output
+    assert served == []
 
 
 def test_a_malformed_token_file_stops_the_apiserver_before_it_starts(served, tmp_path):

@@ -8,8 +8,27 @@ from __future__ import annotations
 
 from ..interface import PluginFactory
 from .always import AlwaysAdmit, AlwaysDeny
+from .defaulttolerationseconds import DefaultTolerationSeconds
+from .limitranger import LimitRanger
+from .namespacelifecycle import NamespaceLifecycle
+from .noderestriction import NodeRestriction
+from .podsecurity import PodSecurity
+from .priority import Priority
+from .resourcequota import ResourceQuota
+from .serviceaccount import ServiceAccount
+from .webhook import MutatingWebhookPlugin, ValidatingWebhookPlugin
 
 PLUGINS: dict[str, PluginFactory] = {
     "AlwaysAdmit": lambda state, options: AlwaysAdmit(),
     "AlwaysDeny": lambda state, options: AlwaysDeny(),
+    "NamespaceLifecycle": lambda state, options: NamespaceLifecycle(state),
+    "LimitRanger": lambda state, options: LimitRanger(state),
+    "ServiceAccount": lambda state, options: ServiceAccount(state),
+    "NodeRestriction": lambda state, options: NodeRestriction(state),
+    "PodSecurity": lambda state, options: PodSecurity(state),
+    "DefaultTolerationSeconds": lambda state, options: DefaultTolerationSeconds(),
+    "Priority": lambda state, options: Priority(state),
+    "ResourceQuota": lambda state, options: ResourceQuota(state),
+    "MutatingAdmissionWebhook": lambda state, options: MutatingWebhookPlugin(state),
+    "ValidatingAdmissionWebhook": lambda state, options: ValidatingWebhookPlugin(state),
 }

@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from minikube_py.api.defaults import core, groups, workloads
+from minikube_py.api.defaults import admissionregistration, core, groups, workloads
 from minikube_py.api.defaults.fields import child, dicts, set_default
 from minikube_py.api.defaults.pod import pod_only, pod_spec
 from minikube_py.api.defaults.workloads import job_selector, label_selector_from_template
@@ -64,6 +64,10 @@ _DEFAULTERS: dict[str, Defaulter] = {
     "rolebindings.rbac.authorization.k8s.io": groups.role_binding,
     "clusterrolebindings.rbac.authorization.k8s.io": groups.role_binding,
     "customresourcedefinitions.apiextensions.k8s.io": groups.custom_resource_definition,
+    "mutatingwebhookconfigurations.admissionregistration.k8s.io":
+        admissionregistration.mutating_webhook_configuration,
+    "validatingwebhookconfigurations.admissionregistration.k8s.io":
+        admissionregistration.validating_webhook_configuration,
 }
 
 _VERSIONED: dict[tuple[str, str], Defaulter] = {

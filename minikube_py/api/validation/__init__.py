@@ -29,6 +29,7 @@ from minikube_py.api.conversion import to_storage
 from minikube_py.api.errors import FieldError
 from minikube_py.api.kinds import Resource
 from minikube_py.api.validation import (
+    admissionregistration,
     apiextensions,
     apps,
     autoscaling,
@@ -116,6 +117,10 @@ _RULES: dict[str, KindRules] = {
     "customresourcedefinitions.apiextensions.k8s.io": KindRules(
         create=apiextensions.custom_resource_definition, update=apiextensions.custom_resource_definition_update,
         kube_finalizers=False, name_rule_of=apiextensions.crd_name_rule),
+    "mutatingwebhookconfigurations.admissionregistration.k8s.io": KindRules(
+        create=admissionregistration.mutating_webhook_configuration),
+    "validatingwebhookconfigurations.admissionregistration.k8s.io": KindRules(
+        create=admissionregistration.validating_webhook_configuration),
 }
 
 _DEFAULT_RULES = KindRules()

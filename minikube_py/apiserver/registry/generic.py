@@ -216,7 +216,7 @@ class ResourceStore:
             if tracker is not None:
                 with decoding_errors():
                     tracker.track(old, new)
-            if new == old:
+            if new == old and not kv.stale:
                 return old
             try:
                 return await self._write_update(key, kv, new, old, subresource, dry_run, admission)

@@ -1,0 +1,325 @@
+"""Admission webhooks against the real control plane: a real HTTPS webhook server, started here with its own
+CA and serving certificate, mutates and denies requests; failing webhooks follow their failurePolicy.
+
+Every configuration is scoped to the test's namespace (a namespaceSelector on a label only that namespace
+carries) and deleted in `finally`, because the control plane is shared with the rest of the session.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import json
+import ssl
+import tempfile
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from ipaddress import ip_address
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from minikube_py.auth import pki
+from minikube_py.store.etcd_server import free_port
+
+GROUP_PATH = "/apis/admissionregistration.k8s.io/v1"
+SCOPE_LABEL = "webhooks.mkpy.test/namespace"
+WAIT = 10.0
+
+
+class WebhookServer:
+    """An HTTPS AdmissionReview server: /mutate labels objects, /deny refuses objects labelled deny=yes,
+    /slow answers after 3 s, /garbage answers something that is not JSON. It records every review."""
+
+    def __init__(self) -> None:
+        pki_dir = Path(tempfile.mkdtemp(prefix="mkpy-webhook-"))
+        ca = pki.ensure_ca(pki_dir, "webhook-ca")
+        serving = pki.ensure_serving_cert(pki_dir, ca, "webhook", common_name="webhook",
+                                          ip_addresses=[ip_address("127.0.0.1")], dns_names=["localhost"])
+        self.ca_bundle = base64.b64encode(ca.cert_path.read_bytes()).decode()
+        self.reviews: list[dict[str, Any]] = []
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
+        self.httpd.daemon_threads = True
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(str(serving.cert_path), str(serving.key_path))
+        self.httpd.socket = context.wrap_socket(self.httpd.socket, server_side=True)
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self.thread.start()
+
+    def url(self, path: str) -> str:
+        return f"https://127.0.0.1:{self.httpd.server_address[1]}{path}"
+
+    def stop(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+def _answer(path: str, request: dict[str, Any]) -> dict[str, Any]:
+    response: dict[str, Any] = {"uid": request["uid"], "allowed": True}
+    labels = ((request.get("object") or {}).get("metadata") or {}).get("labels")
+    if path == "/mutate":
+        op = ({"op": "add", "path": "/metadata/labels/mutated-by", "value": "webhook"} if labels else
+              {"op": "add", "path": "/metadata/labels", "value": {"mutated-by": "webhook"}})
+        response.update(patchType="JSONPatch", patch=base64.b64encode(json.dumps([op]).encode()).decode(),
+                        warnings=["mutated by the test webhook"])
+    elif path == "/deny" and (labels or {}).get("deny") == "yes":
+        response.update(allowed=False, status={"code": 403, "message": "objects labelled deny=yes are refused"})
+    return {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": response}
+
+
+def _handler(server: WebhookServer) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
+            review = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            server.reviews.append(review)
+            path, _, _ = self.path.partition("?")
+            if path == "/slow":
+                time.sleep(3)
+            body = b"this is not json" if path == "/garbage" else json.dumps(_answer(path, review["request"])).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            with contextlib.suppress(OSError):  # the apiserver hangs up on /slow after its timeout
+                self.wfile.write(body)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    return Handler
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[WebhookServer]:
+    s = WebhookServer()
+    yield s
+    s.stop()
+
+
+@pytest.fixture()
+def scoped(api: httpx.Client, namespace: str) -> str:
+    """The test namespace, labelled so that only this test's webhooks select it."""
+    r = api.patch(f"/api/v1/namespaces/{namespace}", json={"metadata": {"labels": {SCOPE_LABEL: namespace}}},
+                  headers={"Content-Type": "application/merge-patch+json"})
+    assert r.status_code == 200, r.text
+    return namespace
+
+
+def webhook(name: str, url: str, namespace: str, ca_bundle: str, *, resources: tuple[str, ...] = ("configmaps",),
+            **changes: Any) -> dict[str, Any]:
+    hook = {"name": name, "sideEffects": "None", "admissionReviewVersions": ["v1"],
+            "clientConfig": {"url": url, "caBundle": ca_bundle},
+            "namespaceSelector": {"matchLabels": {SCOPE_LABEL: namespace}},
+            "rules": [{"operations": ["CREATE", "UPDATE"], "apiGroups": [""], "apiVersions": ["v1"],
+                       "resources": list(resources)}]}
+    hook.update(changes)
+    return hook
+
+
+@contextlib.contextmanager
+def configured(api: httpx.Client, kind: str, *hooks: dict[str, Any]) -> Iterator[str]:
+    plural = kind.lower() + "s"
+    name = f"test-{uuid.uuid4().hex[:8]}"
+    body = {"apiVersion": "admissionregistration.k8s.io/v1", "kind": kind, "metadata": {"name": name},
+            "webhooks": list(hooks)}
+    r = api.post(f"{GROUP_PATH}/{plural}", json=body)
+    assert r.status_code == 201, r.text
+    try:
+        yield name
+    finally:
+        api.delete(f"{GROUP_PATH}/{plural}/{name}")
+
+
+def configmap(name: str, labels: dict[str, str] | None = None) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "labels": labels or {}},
+            "data": {"k": "v"}}
+
+
+def eventually(attempt: Callable[[], httpx.Response], done: Callable[[httpx.Response], bool]) -> httpx.Response:
+    """Retry `attempt` (each under a fresh name) until the watch cache has the new configuration."""
+    deadline = time.monotonic() + WAIT
+    while True:
+        r = attempt()
+        if done(r) or time.monotonic() > deadline:
+            return r
+        time.sleep(0.1)
+
+
+def create_configmap(api: httpx.Client, namespace: str, labels: dict[str, str] | None = None,
+                     query: str = "") -> httpx.Response:
+    return api.post(f"/api/v1/namespaces/{namespace}/configmaps{query}",
+                    json=configmap(f"cm-{uuid.uuid4().hex[:6]}", labels))
+
+
+def test_a_mutating_webhook_labels_new_configmaps_and_pods(api: httpx.Client, scoped: str,
+                                                           server: WebhookServer) -> None:
+    hook = webhook("label.webhooks.mkpy.test", server.url("/mutate"), scoped, server.ca_bundle,
+                   resources=("configmaps", "pods"))
+    with configured(api, "MutatingWebhookConfiguration", hook):
+        r = eventually(lambda: create_configmap(api, scoped, {"app": "x"}),
+                       lambda r: "mutated-by" in r.json()["metadata"].get("labels", {}))
+        assert r.status_code == 201, r.text
+        assert r.json()["metadata"]["labels"] == {"app": "x", "mutated-by": "webhook"}
+        assert "mutated by the test webhook" in r.headers.get("warning", "")
+        pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+               "spec": {"containers": [{"name": "c", "image": "busybox"}]}}
+        r = api.post(f"/api/v1/namespaces/{scoped}/pods", json=pod)
+        assert r.status_code == 201, r.text
+        assert r.json()["metadata"]["labels"] == {"mutated-by": "webhook"}
+        stored = api.get(f"/api/v1/namespaces/{scoped}/pods/p").json()
+        assert stored["metadata"]["labels"] == {"mutated-by": "webhook"}
+
+
+def test_a_validating_webhook_denies_labelled_configmaps_with_kube_s_message(
+        api: httpx.Client, scoped: str, server: WebhookServer) -> None:
+    hook = webhook("deny.webhooks.mkpy.test", server.url("/deny"), scoped, server.ca_bundle)
+    with configured(api, "ValidatingWebhookConfiguration", hook):
+        r = eventually(lambda: create_configmap(api, scoped, {"deny": "yes"}), lambda r: r.status_code == 403)
+        assert r.status_code == 403, r.text
+        assert r.json()["message"] == ('admission webhook "deny.webhooks.mkpy.test" denied the request: objects '
+                                       "labelled deny=yes are refused")
+        assert create_configmap(api, scoped, {"deny": "no"}).status_code == 201
+
+
+def test_the_namespace_selector_leaves_other_namespaces_alone(api: httpx.Client, scoped: str,
+                                                              server: WebhookServer) -> None:
+    hook = webhook("deny.webhooks.mkpy.test", server.url("/deny"), scoped, server.ca_bundle)
+    other = f"t-{uuid.uuid4().hex[:8]}"
+    assert api.post("/api/v1/namespaces", json={"metadata": {"name": other}}).status_code == 201
+    try:
+        with configured(api, "ValidatingWebhookConfiguration", hook):
+            eventually(lambda: create_configmap(api, scoped, {"deny": "yes"}), lambda r: r.status_code == 403)
+            assert create_configmap(api, other, {"deny": "yes"}).status_code == 201
+    finally:
+        api.delete(f"/api/v1/namespaces/{other}")
+
+
+def test_the_object_selector_leaves_unlabelled_objects_alone(api: httpx.Client, scoped: str,
+                                                             server: WebhookServer) -> None:
+    hook = webhook("label.webhooks.mkpy.test", server.url("/mutate"), scoped, server.ca_bundle,
+                   objectSelector={"matchLabels": {"inject": "yes"}})
+    with configured(api, "MutatingWebhookConfiguration", hook):
+        r = eventually(lambda: create_configmap(api, scoped, {"inject": "yes"}),
+                       lambda r: "mutated-by" in r.json()["metadata"].get("labels", {}))
+        assert r.json()["metadata"]["labels"]["mutated-by"] == "webhook"
+        r = create_configmap(api, scoped, {"inject": "no"})
+        assert r.status_code == 201 and "mutated-by" not in r.json()["metadata"]["labels"]
+
+
+def _unreachable(server: WebhookServer) -> str:
+    return f"https://127.0.0.1:{free_port()}/"
+
+
+@pytest.mark.parametrize("case, url, why", [
+    ("timeout", lambda s: s.url("/slow"), '/slow?timeout=1s": context deadline exceeded'),
+    ("garbage", lambda s: s.url("/garbage"), "failed to call webhook: couldn't get version/kind; json parse error"),
+    ("unreachable", _unreachable, "connect: connection refused"),
+])
+@pytest.mark.parametrize("policy", ["Fail", "Ignore"])
+def test_a_failing_webhook_follows_its_failure_policy(api: httpx.Client, scoped: str, server: WebhookServer,
+                                                      case: str, url: Callable[[WebhookServer], str], why: str,
+                                                      policy: str) -> None:
+    hook = webhook(f"{case}.webhooks.mkpy.test", url(server), scoped, server.ca_bundle, failurePolicy=policy,
+                   timeoutSeconds=1)
+    # the working webhook, called first, tells when the configuration is in effect
+    probe = webhook("deny.webhooks.mkpy.test", server.url("/deny"), scoped, server.ca_bundle)
+    with configured(api, "ValidatingWebhookConfiguration", probe, hook):
+        eventually(lambda: create_configmap(api, scoped, {"deny": "yes"}), lambda r: r.status_code == 403)
+        r = create_configmap(api, scoped)
+        if policy == "Ignore":
+            assert r.status_code == 201, r.text
+            return
+        assert r.status_code == 500, r.text
+        status = r.json()
+        assert status["reason"] == "InternalError"
+        assert status["message"].startswith(f'Internal error occurred: failed calling webhook "{case}.webhooks.'
+                                            'mkpy.test": ')
+        assert why in status["message"]
+
+
+def test_a_service_reference_that_cannot_be_resolved_is_an_unreachable_webhook(
+        api: httpx.Client, scoped: str, server: WebhookServer) -> None:
+    hook = webhook("svc.webhooks.mkpy.test", "", scoped, server.ca_bundle,
+                   clientConfig={"service": {"name": "nope", "namespace": scoped, "path": "/deny"}})
+    with configured(api, "ValidatingWebhookConfiguration", hook):
+        r = eventually(lambda: create_configmap(api, scoped), lambda r: r.status_code == 500)
+        assert r.json()["message"] == (
+            'Internal error occurred: failed calling webhook "svc.webhooks.mkpy.test": failed to call webhook: '
+            f'Post "https://nope.{scoped}.svc:443/deny?timeout=10s": service "nope" not found')
+
+
+def test_a_dry_run_reaches_webhooks_without_side_effects_and_stores_nothing(
+        api: httpx.Client, scoped: str, server: WebhookServer) -> None:
+    hook = webhook("deny.webhooks.mkpy.test", server.url("/deny"), scoped, server.ca_bundle,
+                   sideEffects="NoneOnDryRun")
+    with configured(api, "ValidatingWebhookConfiguration", hook):
+        r = eventually(lambda: create_configmap(api, scoped, {"deny": "yes"}, "?dryRun=All"),
+                       lambda r: r.status_code == 403)
+        assert r.status_code == 403
+        assert server.reviews[-1]["request"]["dryRun"] is True
+        assert server.reviews[-1]["request"]["options"]["dryRun"] == ["All"]
+        r = create_configmap(api, scoped, {"deny": "no"}, "?dryRun=All")
+        assert r.status_code == 201
+        name = r.json()["metadata"]["name"]
+        assert api.get(f"/api/v1/namespaces/{scoped}/configmaps/{name}").status_code == 404
+
+
+def test_a_webhook_with_side_effects_cannot_be_configured_in_v1(api: httpx.Client, scoped: str,
+                                                                server: WebhookServer) -> None:
+    # v1 only knows None and NoneOnDryRun; the dry-run refusal for other classes is a unit test
+    hook = webhook("fx.webhooks.mkpy.test", server.url("/deny"), scoped, server.ca_bundle, sideEffects="Some")
+    r = api.post(f"{GROUP_PATH}/validatingwebhookconfigurations",
+                 json={"metadata": {"name": f"fx-{uuid.uuid4().hex[:6]}"}, "webhooks": [hook]})
+    assert r.status_code == 422, r.text
+    assert r.json()["details"]["causes"][0]["field"] == "webhooks[0].sideEffects"
+
+
+@pytest.mark.parametrize("changes, field", [
+    ({"sideEffects": None}, "webhooks[0].sideEffects"),
+    ({"failurePolicy": "Maybe"}, "webhooks[0].failurePolicy"),
+    ({"timeoutSeconds": 31}, "webhooks[0].timeoutSeconds"),
+    ({"admissionReviewVersions": []}, "webhooks[0].admissionReviewVersions"),
+    ({"admissionReviewVersions": ["v7"]}, "webhooks[0].admissionReviewVersions"),
+    ({"name": "short"}, "webhooks[0].name"),
+    ({"clientConfig": {}}, "webhooks[0].clientConfig"),
+    ({"clientConfig": {"url": "http://127.0.0.1/"}}, "webhooks[0].clientConfig.url"),
+])
+@pytest.mark.parametrize("kind", ["MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"])
+def test_bad_configurations_are_invalid(api: httpx.Client, scoped: str, server: WebhookServer,
+                                        changes: dict[str, Any], field: str, kind: str) -> None:
+    hook = {**webhook("bad.webhooks.mkpy.test", server.url("/deny"), scoped, server.ca_bundle), **changes}
+    hook = {key: value for key, value in hook.items() if value is not None}
+    r = api.post(f"{GROUP_PATH}/{kind.lower()}s", json={"apiVersion": "admissionregistration.k8s.io/v1",
+                                                          "kind": kind, "metadata": {"name": "bad"},
+                                                          "webhooks": [hook]})
+    assert r.status_code == 422, r.text
+    assert r.json()["message"].startswith(f'{kind}.admissionregistration.k8s.io "bad" is invalid: {field}')
+    assert field in [c["field"] for c in r.json()["details"]["causes"]]
+
+
+def test_duplicate_webhook_names_are_invalid(api: httpx.Client, scoped: str, server: WebhookServer) -> None:
+    hook = webhook("dup.webhooks.mkpy.test", server.url("/deny"), scoped, server.ca_bundle)
+    r = api.post(f"{GROUP_PATH}/validatingwebhookconfigurations",
+                 json={"metadata": {"name": "dup"}, "webhooks": [hook, hook]})
+    assert r.status_code == 422
+    assert r.json()["details"]["causes"][0] == {"reason": "FieldValueDuplicate", "field": "webhooks[1].name",
+                                                "message": 'Duplicate value: "dup.webhooks.mkpy.test"'}
+
+
+def test_a_webhook_whose_certificate_the_ca_bundle_does_not_trust_is_a_failure_to_call(
+        api: httpx.Client, scoped: str, server: WebhookServer) -> None:
+    other_ca = pki.ensure_ca(Path(tempfile.mkdtemp(prefix="mkpy-other-ca-")), "other-ca")
+    untrusted = base64.b64encode(other_ca.cert_path.read_bytes()).decode()
+    probe = webhook("deny.webhooks.mkpy.test", server.url("/deny"), scoped, server.ca_bundle)
+    hook = webhook("tls.webhooks.mkpy.test", server.url("/deny"), scoped, untrusted)
+    with configured(api, "ValidatingWebhookConfiguration", probe, hook):
+        eventually(lambda: create_configmap(api, scoped, {"deny": "yes"}), lambda r: r.status_code == 403)
+        r = create_configmap(api, scoped)
+        assert r.status_code == 500
+        assert r.json()["message"].endswith(": tls: failed to verify certificate: x509: certificate signed by "
+                                            "unknown authority")
