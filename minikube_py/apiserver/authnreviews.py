@@ -24,6 +24,7 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import Response
 
+from ..admission.interface import CREATE
 from ..api import errors
 from ..auth.authn import user_info, with_authenticated_group
 from ..auth.serviceaccount import (
@@ -102,6 +103,7 @@ class AuthenticationAPI:
         spec.setdefault("expirationSeconds", DEFAULT_EXPIRATION_SECONDS)
         _validate_token_request(spec)
         bound = await self._bound_objects(spec.get("boundObjectRef"), namespace, name)
+        await self._admit(request, info, {**body, "spec": spec})
         token, expires = self.issuer.issue(service_account, spec["audiences"], spec["expirationSeconds"],
                                            bound)
         answer = {
@@ -111,6 +113,16 @@ class AuthenticationAPI:
             "status": {"token": token, "expirationTimestamp": _rfc3339(expires)},
         }
         return _warn(responses.json_response(answer, 201), warnings)
+
+    async def _admit(self, request: Request, info: RequestInfo, token_request: dict[str, Any]) -> None:
+        """Admission sees a TokenRequest as a create of `serviceaccounts/token` (NodeRestriction: a kubelet
+        may only ask for tokens bound to its own pods)."""
+        store = self.server.stores[("", "v1", "serviceaccounts")]
+        admission = self.server.handler.admission_for(request, CREATE, info, store, "CreateOptions", False,
+                                                      kind=(GROUP, "v1", "TokenRequest"))
+        if admission is not None:
+            await admission.mutate(token_request, None)
+            await admission.validate(token_request, None)
 
     async def _get(self, resource: str, namespace: str, name: str) -> dict[str, Any]:
         """The object from etcd (404 when missing), once the watch cache has it too: the authenticator reads

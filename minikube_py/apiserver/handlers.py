@@ -55,10 +55,11 @@ class ResourceHandler:
         # (group, version, resource, subresource); see `CreateOnlyHandler`
         self.create_only: dict[tuple[str, str, str, str], CreateOnlyHandler] = {}
 
-    def _admission(self, request: Request, operation: str, info: RequestInfo, store: ResourceStore,
+    def admission_for(self, request: Request, operation: str, info: RequestInfo, store: ResourceStore,
                    options_kind: str, dry_run: bool, *, name: str = "",
                    kind: tuple[str, str, str] | None = None) -> RequestAdmission | None:
-        """The admission chain bound to this request (None when no plugin is enabled)."""
+        """The admission chain bound to this request (None when no plugin is enabled); also for the
+        create-only handlers (a TokenRequest is admitted as a create of `serviceaccounts/token`)."""
         query = query_of(request)
         options: dict[str, Any] = {"kind": options_kind, "apiVersion": "meta.k8s.io/v1"}
         if dry_run:
@@ -177,7 +178,7 @@ class ResourceHandler:
             raise errors.method_not_allowed("create")
         tracker = tracker_for(store, query_of(request), _user_agent(request), "CreateOptions")
         body, warnings = await self._read_object(request, res, "CreateOptions")
-        admission = self._admission(request, CREATE, info, store, "CreateOptions", dry_run)
+        admission = self.admission_for(request, CREATE, info, store, "CreateOptions", dry_run)
         created = await store.create(info.namespace, body, dry_run=dry_run, tracker=tracker, admission=admission)
         return _warn(responses.json_response(created, 201), warnings)
 
@@ -209,7 +210,7 @@ class ResourceHandler:
         if info.subresource == "finalize":
             return responses.json_response(await self._finalize(store, info.name, body, dry_run))
         tracker = tracker_for(store, query_of(request), _user_agent(request), "UpdateOptions", subresource=sub)
-        admission = self._admission(request, UPDATE, info, store, "UpdateOptions", dry_run)
+        admission = self.admission_for(request, UPDATE, info, store, "UpdateOptions", dry_run)
         updated = await store.update(info.namespace, info.name, body, subresource=sub, dry_run=dry_run,
                                      tracker=tracker, admission=admission)
         return _warn(responses.json_response(updated), warnings)
@@ -253,7 +254,7 @@ class ResourceHandler:
             negotiation.check_object_meta(patched.setdefault("metadata", {}))
             return patched
 
-        admission = None if sub == "scale" else self._admission(request, UPDATE, info, store, "PatchOptions",
+        admission = None if sub == "scale" else self.admission_for(request, UPDATE, info, store, "PatchOptions",
                                                                  dry_run)
         updated = await store.guaranteed_update(info.namespace, info.name, apply, precondition=precondition,
                                                 subresource="" if sub == "scale" else sub, dry_run=dry_run,
@@ -275,11 +276,11 @@ class ResourceHandler:
         try:
             updated = await store.guaranteed_update(
                 info.namespace, info.name, tracker.mutate, subresource=info.subresource, dry_run=dry_run,
-                tracker=tracker, admission=self._admission(request, UPDATE, info, store, "PatchOptions", dry_run))
+                tracker=tracker, admission=self.admission_for(request, UPDATE, info, store, "PatchOptions", dry_run))
         except errors.APIError as err:
             if err.code != 404 or info.subresource:
                 raise
-            admission = self._admission(request, CREATE, info, store, "PatchOptions", dry_run)
+            admission = self.admission_for(request, CREATE, info, store, "PatchOptions", dry_run)
             created = await store.create(info.namespace, tracker.mutate({}), dry_run=dry_run, tracker=tracker,
                                          admission=admission)
             return _warn(responses.json_response(created, 201), warnings)
@@ -291,7 +292,7 @@ class ResourceHandler:
         raw = await self._read_raw(request)
         body = negotiation.decode_body(raw, request.headers.get("content-type")) if raw.strip() else None
         options = parse_delete_options(body, query_of(request))
-        admission = self._admission(request, DELETE, info, store, "DeleteOptions", options.dry_run)
+        admission = self.admission_for(request, DELETE, info, store, "DeleteOptions", options.dry_run)
         obj, gone = await store.delete(info.namespace, info.name, options, admission)
         if gone and store.resource.plural != "pods":
             return responses.json_response(responses.success_status(store.resource, obj))
@@ -305,7 +306,7 @@ class ResourceHandler:
         deleted = []
         for obj in page.objects:
             meta = obj["metadata"]
-            admission = self._admission(request, DELETE, info, store, "DeleteOptions", delete_options.dry_run,
+            admission = self.admission_for(request, DELETE, info, store, "DeleteOptions", delete_options.dry_run,
                                         name=meta["name"])
             try:
                 now, _ = await store.delete(meta.get("namespace", ""), meta["name"], delete_options, admission)

@@ -222,6 +222,12 @@ def test_a_node_gets_tokens_for_the_service_accounts_of_its_pods_only(admin: htt
     assert r.status_code == 201, r.text
     assert r.json()["status"]["token"]
 
+    unbound = create(n1, f"/api/v1/namespaces/{ns}/serviceaccounts/{service_account}/token", {
+        "apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {}})
+    assert unbound.status_code == 403  # authorized, then refused by NodeRestriction
+    assert unbound.json()["message"] == (f'serviceaccounts "{service_account}" is forbidden: node requested token '
+                                         "not bound to a pod")
+
     r = token_for("other")
     assert r.status_code == 403
     assert r.json()["message"] == (
