@@ -62,11 +62,15 @@ class AdmissionChain:
     def names(self) -> list[str]:
         return [plugin.name for plugin in self.plugins]
 
-    async def admit(self, attributes: Attributes) -> None:
-        """The mutating phase: each mutating plugin that handles the operation, in order."""
+    async def admit(self, attributes: Attributes) -> bool:
+        """The mutating phase: each mutating plugin that handles the operation, in order. True if any ran
+        (then the object may have changed)."""
+        ran = False
         for plugin in self.mutating:
             if plugin.handles(attributes.operation):
                 await plugin.admit(attributes)
+                ran = True
+        return ran
 
     async def validate(self, attributes: Attributes) -> None:
         """The validating phase: each validating plugin that handles the operation, in order."""

@@ -78,7 +78,8 @@ class ClusterState(Protocol):
         ...
 
     def list(self, group: str, resource: str, namespace: str = "") -> list[dict[str, Any]]:
-        """All objects of a resource (in `namespace`, or everywhere for ""), from the watch cache."""
+        """All objects of a resource (in `namespace`, or everywhere for ""), from the watch cache. The list
+        and its objects may be shared with other callers: never mutate them; copy first."""
         ...
 
     async def update(self, group: str, resource: str, namespace: str, name: str,

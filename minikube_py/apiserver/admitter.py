@@ -9,7 +9,6 @@ the `admission` package and know nothing of HTTP or storage: they read the clust
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable
 from typing import Any
 
@@ -27,10 +26,18 @@ class CachedClusterState:
                  cachers: dict[tuple[str, str, str], Cacher]) -> None:
         self.stores = stores
         self.cachers = cachers
+        self._found: dict[tuple[str, str], tuple[tuple[str, str, str], ResourceStore]] = {}
+        self._listed: dict[tuple[str, str, str], tuple[tuple[int, int], list[dict[str, Any]]]] = {}
 
     def _find(self, group: str, resource: str) -> tuple[ResourceStore, Cacher] | None:
+        """The store and cache of a resource's served storage version, remembered (plugins ask on every
+        request) for as long as that store is still served (CRD versions come and go)."""
+        found = self._found.get((group, resource))
+        if found is not None and self.stores.get(found[0]) is found[1]:
+            return found[1], self.cachers[found[0]]
         for (g, version, plural), store in self.stores.items():
             if g == group and plural == resource and not store.resource.storage_version:
+                self._found[(group, resource)] = ((g, version, plural), store)
                 return store, self.cachers[(g, version, plural)]
         return None
 
@@ -43,12 +50,18 @@ class CachedClusterState:
         return store.decode(kv) if kv is not None else None
 
     def list(self, group: str, resource: str, namespace: str = "") -> list[dict[str, Any]]:
+        """Decoded once per change of the cache: plugins list the same few LimitRanges, quotas and
+        PriorityClasses on every request. Shared between callers: never mutate them."""
         found = self._find(group, resource)
         if found is None:
             return []
         store, cacher = found
-        kvs, _ = cacher.snapshot(store.prefix(namespace))
-        return [store.decode(kv) for kv in kvs]
+        state = (id(cacher.objects), cacher.applied_revision)  # a relist replaces the dict
+        listed = self._listed.get((group, resource, namespace))
+        if listed is None or listed[0] != state:
+            kvs, _ = cacher.snapshot(store.prefix(namespace))
+            listed = self._listed[(group, resource, namespace)] = (state, [store.decode(kv) for kv in kvs])
+        return listed[1]
 
     async def update(self, group: str, resource: str, namespace: str, name: str,
                      mutate: Callable[[dict[str, Any]], dict[str, Any]], subresource: str = "") -> dict[str, Any]:
@@ -71,11 +84,8 @@ class RequestAdmission:
                                      dry_run=dry_run, options=options)
 
     async def mutate(self, obj: dict[str, Any] | None, old: dict[str, Any] | None) -> bool:
-        if not any(plugin.handles(self.attributes.operation) for plugin in self.chain.mutating):
-            return False
         self.attributes.object, self.attributes.old_object = obj, old
-        await self.chain.admit(self.attributes)
-        return True
+        return await self.chain.admit(self.attributes)
 
     async def validate(self, obj: dict[str, Any] | None, old: dict[str, Any] | None) -> None:
         self.attributes.object, self.attributes.old_object = obj, old
@@ -94,5 +104,4 @@ class Admitter:
         if not self.chain.plugins:
             return None
         return RequestAdmission(self.chain, operation, store, user=user, namespace=namespace, name=name,
-                                subresource=subresource, dry_run=dry_run, options=copy.deepcopy(options or {}),
-                                kind=kind)
+                                subresource=subresource, dry_run=dry_run, options=options or {}, kind=kind)

@@ -149,12 +149,15 @@ class ControllerStandIns:
                 continue
             status = quota_status(state, quota)
             if status != quota.get("status"):
-                await self._write_status(meta["namespace"], meta["name"], status)
+                await self._write_status(meta["namespace"], meta["name"], quota.get("status"), status)
         self._quota_revisions = revisions
 
-    async def _write_status(self, namespace: str, name: str, status: dict[str, Any]) -> None:
+    async def _write_status(self, namespace: str, name: str, seen: Any, status: dict[str, Any]) -> None:
+        """Replace the status computed from `seen`, unless it changed meanwhile (admission charged the quota
+        after the usage was counted: that charge must not be lost; the next round recounts)."""
         def replace(quota: dict[str, Any]) -> dict[str, Any]:
-            quota["status"] = status
+            if quota.get("status") == seen:
+                quota["status"] = status
             return quota
         await self._quietly(self.server.cluster_state.update("", "resourcequotas", namespace, name, replace,
                                                              subresource="status"))
