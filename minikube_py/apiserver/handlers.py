@@ -32,7 +32,7 @@ from .registry.deletion import dry_run_requested, parse_delete_options
 from .registry.generic import ResourceStore
 from .registry.listing import Page, object_filter, parse_list_options
 from .registry.strategy import CustomResourceStrategy
-from .registry.subresources import bind, set_replicas, to_scale, update_scale
+from .registry.subresources import ScaleAdmission, bind, set_replicas, to_scale, update_scale
 from .request import RequestInfo, parse_resource_path
 from .watch import watch_events
 
@@ -189,6 +189,12 @@ class ResourceHandler:
             if binding["metadata"]["name"] != info.name:
                 raise errors.bad_request("the name of the binding does not match the name of the pod")
         pods = self.stores[("", "v1", "pods")]
+        # admission sees the Binding, as a create of pods/binding (the older `bindings` resource included)
+        admission = self.admission_for(request, CREATE, info, pods, "CreateOptions", False,
+                                       name=binding.get("metadata", {}).get("name", ""), kind=("", "v1", "Binding"))
+        if admission is not None:
+            await admission.mutate(binding, None)
+            await admission.validate(binding, None)
         return responses.json_response(await bind(pods, info.namespace, binding), 201)
 
     async def _write(self, request: Request, info: RequestInfo, store: ResourceStore) -> Response:
@@ -202,8 +208,9 @@ class ResourceHandler:
             scale, warnings = await self._read_object(request, None, "UpdateOptions", SCALE_GVK)
             tracker = tracker_for(store, query_of(request), _user_agent(request), "UpdateOptions",
                                   subresource="scale")
+            admission = self.admission_for(request, UPDATE, info, store, "UpdateOptions", dry_run, kind=SCALE_GVK)
             updated = await update_scale(store, info.namespace, info.name, scale, dry_run=dry_run,
-                                         tracker=tracker)
+                                         tracker=tracker, admission=admission)
             return _warn(responses.json_response(updated), warnings)
         body, warnings = await self._read_object(request, store.resource, "UpdateOptions")
         sub = "status" if info.subresource in ("status", "finalize") else ""
@@ -254,8 +261,9 @@ class ResourceHandler:
             negotiation.check_object_meta(patched.setdefault("metadata", {}))
             return patched
 
-        admission = None if sub == "scale" else self.admission_for(request, UPDATE, info, store, "PatchOptions",
-                                                                 dry_run)
+        admission = self.admission_for(request, UPDATE, info, store, "PatchOptions", dry_run, kind=gvk)
+        if admission is not None and sub == "scale":
+            admission = ScaleAdmission(store.resource, admission)
         updated = await store.guaranteed_update(info.namespace, info.name, apply, precondition=precondition,
                                                 subresource="" if sub == "scale" else sub, dry_run=dry_run,
                                                 tracker=tracker, admission=admission)

@@ -323,3 +323,34 @@ def test_a_webhook_whose_certificate_the_ca_bundle_does_not_trust_is_a_failure_t
         assert r.status_code == 500
         assert r.json()["message"].endswith(": tls: failed to verify certificate: x509: certificate signed by "
                                             "unknown authority")
+
+
+def test_a_scale_update_is_reviewed_as_a_scale(api: httpx.Client, scoped: str, server: WebhookServer) -> None:
+    deployments = f"/apis/apps/v1/namespaces/{scoped}/deployments"
+    labels = {"app": "web"}
+    r = api.post(deployments, json={
+        "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"},
+        "spec": {"replicas": 1, "selector": {"matchLabels": labels}, "template": {
+            "metadata": {"labels": labels}, "spec": {"containers": [{"name": "c", "image": "nginx"}]}}}})
+    assert r.status_code == 201, r.text
+    rules = [{"operations": ["UPDATE"], "apiGroups": ["apps"], "apiVersions": ["v1"],
+              "resources": ["deployments/scale"]}]
+    hook = webhook("scale.webhooks.mkpy.test", server.url("/deny"), scoped, server.ca_bundle, rules=rules)
+
+    def scale_reviews() -> list[dict[str, Any]]:
+        return [review["request"] for review in server.reviews
+                if review["request"].get("subResource") == "scale" and review["request"]["namespace"] == scoped]
+
+    with configured(api, "ValidatingWebhookConfiguration", hook):
+        eventually(lambda: api.patch(f"{deployments}/web/scale", json={"spec": {"replicas": 3}},
+                                     headers={"Content-Type": "application/merge-patch+json"}),
+                   lambda r: r.status_code == 200 and bool(scale_reviews()))
+        review = scale_reviews()[-1]
+        assert review["kind"] == {"group": "autoscaling", "version": "v1", "kind": "Scale"}
+        assert review["resource"] == {"group": "apps", "version": "v1", "resource": "deployments"}
+        assert review["object"]["spec"]["replicas"] == 3 and review["oldObject"]["kind"] == "Scale"
+        scale = api.get(f"{deployments}/web/scale").json()
+        scale["spec"]["replicas"] = 4
+        assert api.put(f"{deployments}/web/scale", json=scale).status_code == 200
+        assert scale_reviews()[-1]["object"]["spec"]["replicas"] == 4
+    assert api.get(f"{deployments}/web").json()["spec"]["replicas"] == 4

@@ -15,6 +15,8 @@
   is (`spec.replicas: ... must be greater than or equal to 0`). A path through something that is not an
   object, or to a value of the wrong type, is a 400 with kube's accessor error (`.spec.size.count accessor
   error: small is of the type string, expected map[string]interface{}`) where kube lets it become a 500.
+Admission sees writes to `scale` as the Scale they are (`ScaleAdmission`).
+
 * `binding` (`pods/binding`, and the older `bindings` resource) is how the scheduler assigns a pod to a
   node: it sets `spec.nodeName` exactly once and marks the pod `PodScheduled`. A pod that is already bound
   or is being deleted cannot be bound (409).
@@ -31,7 +33,7 @@ from ...api.managedfields import FieldTracker
 from ...api.selectors import LabelSelector
 from ...api.strategicpatch.values import go_type
 from .. import codec
-from .generic import ResourceStore
+from .generic import Admission, ResourceStore
 
 
 def to_scale(resource: Resource, obj: dict[str, Any], *, for_update: bool = False) -> dict[str, Any]:
@@ -136,8 +138,33 @@ def _negative(resource: Resource, name: str, replicas: int) -> errors.APIError:
                                  [errors.invalid("spec.replicas", replicas, "must be greater than or equal to 0")])
 
 
+class ScaleAdmission:
+    """Admission of a write to `<resource>/scale`: plugins and webhooks see (and may change) the
+    `autoscaling/v1 Scale`, as in kube, while the registry writes the parent object."""
+
+    def __init__(self, resource: Resource, admission: Admission) -> None:
+        self.resource = resource
+        self.admission = admission
+
+    async def mutate(self, obj: dict[str, Any] | None, old: dict[str, Any] | None) -> bool:
+        if obj is None:
+            return await self.admission.mutate(None, self._scale(old))
+        scale = self._scale(obj)
+        ran = await self.admission.mutate(scale, self._scale(old))
+        if ran:
+            set_replicas(self.resource, obj, (scale.get("spec") or {}).get("replicas"))
+        return ran
+
+    async def validate(self, obj: dict[str, Any] | None, old: dict[str, Any] | None) -> None:
+        await self.admission.validate(self._scale(obj), self._scale(old))
+
+    def _scale(self, obj: dict[str, Any] | None) -> dict[str, Any] | None:
+        return to_scale(self.resource, obj, for_update=True) if obj is not None else None
+
+
 async def update_scale(store: ResourceStore, namespace: str, name: str, scale: dict[str, Any],
-                       *, dry_run: bool = False, tracker: FieldTracker | None = None) -> dict[str, Any]:
+                       *, dry_run: bool = False, tracker: FieldTracker | None = None,
+                       admission: Admission | None = None) -> dict[str, Any]:
     precondition = str((scale.get("metadata") or {}).get("resourceVersion") or "")
     replicas = (scale.get("spec") or {}).get("replicas") or 0  # the count a Scale decodes to in Go
 
@@ -146,7 +173,8 @@ async def update_scale(store: ResourceStore, namespace: str, name: str, scale: d
         return set_replicas(store.resource, obj, replicas)
 
     updated = await store.guaranteed_update(namespace, name, rescale, precondition=precondition,
-                                            dry_run=dry_run, tracker=tracker)
+                                            dry_run=dry_run, tracker=tracker,
+                                            admission=ScaleAdmission(store.resource, admission) if admission else None)
     return to_scale(store.resource, updated)
 
 
