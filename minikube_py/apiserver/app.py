@@ -35,7 +35,7 @@ from ..auth.pki import first_service_ip
 from ..store.compactor import Compactor
 from ..store.etcd import EtcdStorage
 from ..store.interface import Storage
-from . import authnreviews, discovery, rbac, responses, serviceaccounts
+from . import authnreviews, controllers, discovery, rbac, responses
 from .admitter import Admitter, CachedClusterState
 from .authorization import build_authorizer
 from .bootstrap import bootstrap
@@ -114,7 +114,7 @@ class APIServer:
         address = self.options.advertise_address or self.options.bind_address
         await bootstrap(self.stores, str(first_service_ip(self.options.service_cluster_ip_range)), address,
                         self.options.secure_port)
-        self.stand_ins = serviceaccounts.ControllerStandIns(self).start()  # KCM's controllers until issue 7
+        self.stand_ins = controllers.ControllerStandIns(self).start()  # KCM's controllers until issue 7
         self.rbac = await rbac.install(self)
         self.compactor = Compactor(self.storage, interval=self.options.etcd_compaction_interval)
         self.compactor.start()

@@ -21,7 +21,7 @@ and `scopeSelector` on `PriorityClass`) apply to pods; a quota with scopes count
 
 `quota_status` recomputes a quota's status (hard from spec, used from the watch caches); kube's quota
 controller does that in kube-controller-manager, mkpy's stand-in runs in the apiserver
-(`apiserver/serviceaccounts.py`) when a quota is created or changed and when the objects it counts change,
+(`apiserver/controllers.py`) when a quota is created or changed and when the objects it counts change,
 which also gives back what deleted objects and refused creates were charged.
 """
 

@@ -5,7 +5,7 @@ On a pod create (mutating phase), as kube's plugin does:
 1. a pod without `serviceAccountName` gets `default`;
 2. the service account must exist: else 403 `error looking up service account ns/sa: serviceaccount "sa"
    not found`. The `default` account is created by a controller right after its namespace
-   (`apiserver/serviceaccounts.py` until mkpy has a controller manager), so a missing one is waited for
+   (`apiserver/controllers.py` until mkpy has a controller manager), so a missing one is waited for
    briefly, as kube retries its lookup;
 3. unless the pod (first) or the account says `automountServiceAccountToken: false`, a projected volume
    `kube-api-access-<5 chars>` (a bound token the kubelet refreshes, the cluster CA from the
