@@ -38,6 +38,7 @@ from ..store.interface import Storage
 from . import authnreviews, controllers, discovery, rbac, responses
 from .admitter import Admitter, CachedClusterState
 from .authorization import build_authorizer
+from .background import BackgroundTask
 from .bootstrap import bootstrap
 from .cacher import Cacher
 from .consistency import ConsistentReads
@@ -91,6 +92,7 @@ class APIServer:
         self.namespaces: NamespaceLifecycle | None = None
         self.compactor: Compactor | None = None
         self.custom_resources: CustomResourceController | None = None
+        self.background: list[BackgroundTask] = []
         self.handler: ResourceHandler | None = None
         self.ready = asyncio.Event()
         self.openapi = OpenAPIDocuments(self.registry, custom_schema=self._custom_schema)
@@ -114,12 +116,16 @@ class APIServer:
         address = self.options.advertise_address or self.options.bind_address
         await bootstrap(self.stores, str(first_service_ip(self.options.service_cluster_ip_range)), address,
                         self.options.secure_port)
-        self.stand_ins = controllers.ControllerStandIns(self).start()  # KCM's controllers until issue 7
+        stand_ins = controllers.ControllerStandIns(self)  # KCM's controllers until issue 7
         self.rbac = await rbac.install(self)
         self.compactor = Compactor(self.storage, interval=self.options.etcd_compaction_interval)
         self.compactor.start()
         self.custom_resources = CustomResourceController(self)
-        self.custom_resources.start()
+        self.background = [
+            BackgroundTask("controller stand-ins", stand_ins.sync_and_wait).start(),
+            BackgroundTask("clusterrole aggregation", self.rbac.follow_cluster_roles, retry_after=1).start(),
+            BackgroundTask("custom resources", self.custom_resources.follow).start(),
+        ]
         self.authorizer = build_authorizer(self.options.authorization_mode, self)
         authnreviews.install(self)
         self.ready.set()
@@ -147,8 +153,8 @@ class APIServer:
             asyncio.get_running_loop().create_task(cacher.stop())
 
     async def stop(self) -> None:
-        if self.custom_resources is not None:
-            await self.custom_resources.stop()
+        for task in self.background:
+            await task.stop()
         for cacher in set(self.cachers.values()):
             await cacher.stop()
         if self.compactor:

@@ -21,7 +21,6 @@ exists, namespace terminating) are simply retried on the next change.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 from typing import TYPE_CHECKING, Any
@@ -59,25 +58,11 @@ class ControllerStandIns:
         self._seen_all = -1
         self._quota_revisions: dict[str, tuple[int, float]] = {}  # quota key -> (mod revision, seen since)
         self._settling = False
-        self._task: asyncio.Task[None] | None = None
 
-    def start(self) -> ControllerStandIns:
-        self._task = asyncio.create_task(self._run(), name="kcm stand-ins")
-        return self
-
-    async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-
-    async def _run(self) -> None:
-        while True:
-            try:
-                await self.sync()
-            except Exception:  # a failed round (etcd unreachable, shutting down) is retried on the next one
-                log.exception("controller stand-ins: sync failed")
-            await asyncio.sleep(POLL_INTERVAL)
+    async def sync_and_wait(self) -> None:
+        """One round, then a pause: the body of the apiserver's "controller stand-ins" background task."""
+        await self.sync()
+        await asyncio.sleep(POLL_INTERVAL)
 
     async def sync(self) -> None:
         cachers = self.server.cachers

@@ -53,26 +53,10 @@ class CustomResourceController:
         self.crds: dict[str, dict[str, Any]] = {}  # the newest version of each CRD, from the watch or our writes
         self.installed: dict[str, list[Resource]] = {}
         self.schemas: dict[Resource, dict[str, Any]] = {}  # each served version's openAPIV3Schema
-        self._task: asyncio.Task[None] | None = None
 
-    def start(self) -> None:
-        self._task = asyncio.create_task(self._run(), name="custom-resources")
-
-    async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-
-    async def _run(self) -> None:
-        while True:
-            try:
-                await self._follow()
-            except Exception:  # keep serving CRDs whatever one of them does; say what happened
-                log.exception("custom resource controller failed; restarting")
-                await asyncio.sleep(0.5)
-
-    async def _follow(self) -> None:
+    async def follow(self) -> None:
+        """Serve what the CRDs say, following their watch cache: the body of the apiserver's
+        "custom resources" background task."""
         cacher, store = self.server.cachers[CRDS], self.server.stores[CRDS]
         while True:
             while not cacher.ready:

@@ -62,7 +62,6 @@ class RBAC:
         self.authorizer = RBACAuthorizer(self.policy)
         self._policy: Policy | None = None
         self._built_from: tuple[tuple[int, int], ...] = ()
-        self._aggregation: asyncio.Task[None] | None = None
 
     # the policy --------------------------------------------------------------------------------------
 
@@ -126,32 +125,20 @@ class RBAC:
 
     # aggregation ---------------------------------------------------------------------------------------
 
-    def start_aggregation(self) -> None:
-        self._aggregation = asyncio.get_running_loop().create_task(self._aggregate_forever(),
-                                                                   name="clusterrole aggregation")
-
-    async def stop(self) -> None:
-        if self._aggregation is not None:
-            self._aggregation.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._aggregation
-
-    async def _aggregate_forever(self) -> None:
+    async def follow_cluster_roles(self) -> None:
+        """Aggregate now and after every ClusterRole change: the body of the apiserver's "clusterrole
+        aggregation" background task (which runs it again when the watch ends, and after a failure)."""
         cacher = self.server.cachers[CLUSTER_ROLES]
-        while True:
-            watcher = cacher.watch(cacher.prefix, cacher.applied_revision) if cacher.ready else None
-            if watcher is None:  # not listed yet, or relisting
-                await asyncio.sleep(0.05)
-                continue
-            try:
+        watcher = cacher.watch(cacher.prefix, cacher.applied_revision) if cacher.ready else None
+        if watcher is None:  # not listed yet, or relisting
+            await asyncio.sleep(0.05)
+            return
+        try:
+            await self.aggregate()
+            async for _event in watcher:
                 await self.aggregate()
-                async for _event in watcher:
-                    await self.aggregate()
-            except Exception:  # one bad object must not end aggregation for good
-                log.exception("clusterrole aggregation failed; retrying")
-                await asyncio.sleep(1)
-            finally:
-                watcher.close()
+        finally:
+            watcher.close()
 
     async def aggregate(self) -> None:
         """Rewrite the rules of every aggregating ClusterRole that no longer match its sources."""
@@ -284,7 +271,6 @@ async def install(server: Any) -> RBAC:
     """Set RBAC up in a starting apiserver (see the module docstring); returns it for `server.rbac`."""
     rbac = RBAC(server)
     await rbac.reconcile_bootstrap_policy()
-    rbac.start_aggregation()
     server.handler.admitter = EscalationAdmitter(server.handler.admitter.chain, rbac)
     accessreviews.register(server, rbac)
     return rbac
