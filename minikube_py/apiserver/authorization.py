@@ -18,7 +18,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any
-from urllib.parse import parse_qsl
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
@@ -35,7 +34,7 @@ from ..auth.authorizer import (
 )
 from ..auth.node import NodeAuthorizer
 from .nodegraph import node_graph
-from .request import parse_resource_path
+from .request import parse_resource_path, query_params
 from .responses import error_response
 
 # How each `--authorization-mode` is built; a factory gets the APIServer, whose caches it may read.
@@ -55,7 +54,7 @@ def build_authorizer(modes: list[str], server: Any) -> AuthorizerChain:
 def attributes_for(scope: Scope, user: UserInfo) -> Attributes:
     """The request in `scope`, described for authorization."""
     path, method = scope["path"], scope["method"]
-    query = dict(parse_qsl(scope.get("query_string", b"").decode("latin-1"), keep_blank_values=True))
+    query = query_params(scope)
     info = parse_resource_path(method, path, query.get("watch"))
     if info is None or not info.parts_valid:
         return Attributes(user=user, verb=_NON_RESOURCE_VERBS.get(method, method.lower()),

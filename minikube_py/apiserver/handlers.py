@@ -12,7 +12,6 @@ import asyncio
 import random
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
-from urllib.parse import parse_qsl
 
 import orjson
 from starlette.requests import Request
@@ -33,7 +32,7 @@ from .registry.generic import ResourceStore
 from .registry.listing import Page, object_filter, parse_list_options
 from .registry.strategy import CustomResourceStrategy
 from .registry.subresources import ScaleAdmission, bind, set_replicas, to_scale, update_scale
-from .request import RequestInfo, parse_resource_path
+from .request import RequestInfo, parse_resource_path, query_params
 from .watch import watch_events
 
 SCALE_GVK = ("autoscaling", "v1", "Scale")
@@ -393,13 +392,8 @@ def _warn(response: Response, warnings: list[str]) -> Response:
 
 
 def query_of(request: Request) -> dict[str, str]:
-    """The request's query parameters as a plain dict (the last of repeated ones wins, as in Starlette),
-    parsed once per request: every handler step reads them."""
-    query = request.scope.get("mkpy.query")
-    if query is None:
-        query = request.scope["mkpy.query"] = dict(parse_qsl(request.scope["query_string"].decode("latin-1"),
-                                                               keep_blank_values=True))
-    return query
+    """The request's query parameters (see `request.query_params`)."""
+    return query_params(request.scope)
 
 
 def check_type(obj: dict[str, Any], resource: Resource) -> None:

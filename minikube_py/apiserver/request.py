@@ -15,6 +15,8 @@ paths name the namespace's subresources.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
+from urllib.parse import parse_qsl
 
 _METHOD_VERBS = {"POST": "create", "PUT": "update", "PATCH": "patch"}
 
@@ -69,3 +71,13 @@ def _verb(method: str, has_name: bool, watch_param: str | None) -> str:
     if method == "DELETE":
         return "delete" if has_name else "deletecollection"
     return _METHOD_VERBS.get(method, method.lower())
+
+
+def query_params(scope: dict[str, Any]) -> dict[str, str]:
+    """The request's query parameters as a plain dict (the last of repeated ones wins, as in Starlette),
+    parsed once per request and kept in the scope: authorization, audit and every handler step read them."""
+    query = scope.get("mkpy.query")
+    if query is None:
+        query = scope["mkpy.query"] = dict(parse_qsl(scope.get("query_string", b"").decode("latin-1"),
+                                                     keep_blank_values=True))
+    return query
