@@ -121,7 +121,16 @@ class ControlPlane:
     def async_client(self, **kwargs: object) -> httpx.AsyncClient:
         return httpx.AsyncClient(base_url=self.url, verify=self.tls_context(), timeout=30, **kwargs)  # type: ignore[arg-type]
 
-    def _write_kubeconfig(self) -> None:
+    def component_kubeconfig(self, name: str, user: str, groups: tuple[str, ...] = ()) -> Path:
+        """A kubeconfig with its own client certificate (e.g. "scheduler" as system:kube-scheduler), so a
+        component runs with exactly the rights RBAC gives it, as under `mkpy up`."""
+        pair = pki.ensure_client_cert(self.workdir / "pki", pki.ensure_ca(self.workdir / "pki"), name, user=user,
+                                      groups=list(groups))
+        path = self.workdir / f"{name}.kubeconfig"
+        self._write_kubeconfig(path, pair.cert_path, pair.key_path)
+        return path
+
+    def _write_kubeconfig(self, path: Path | None = None, cert: Path | None = None, key: Path | None = None) -> None:
         def b64(path: Path) -> str:
             return base64.b64encode(path.read_bytes()).decode()
 
@@ -129,8 +138,8 @@ class ControlPlane:
             "apiVersion": "v1", "kind": "Config", "current-context": "test",
             "clusters": [{"name": "test", "cluster": {"server": self.url,
                                                       "certificate-authority-data": b64(self.ca_file)}}],
-            "users": [{"name": "admin", "user": {"client-certificate-data": b64(self.admin.cert_path),
-                                                 "client-key-data": b64(self.admin.key_path)}}],
-            "contexts": [{"name": "test", "context": {"cluster": "test", "user": "admin"}}],
+            "users": [{"name": "user", "user": {"client-certificate-data": b64(cert or self.admin.cert_path),
+                                                "client-key-data": b64(key or self.admin.key_path)}}],
+            "contexts": [{"name": "test", "context": {"cluster": "test", "user": "user"}}],
         }
-        self.kubeconfig.write_text(yaml.safe_dump(config))
+        (path or self.kubeconfig).write_text(yaml.safe_dump(config))

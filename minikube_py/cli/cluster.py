@@ -71,6 +71,7 @@ class Ports:
     etcd_client: int
     etcd_peer: int
     apiserver: int
+    scheduler: int = 0  # its /healthz; 0 in clusters made before the scheduler existed, chosen on next up
 
 
 @dataclass
@@ -157,6 +158,10 @@ class Cluster:
                 taken = {port for other in list_clusters() for port in asdict(other.ports).values()}
                 cluster = cls(name=name, dir=cluster_dir, ports=_choose_ports(taken))
                 cluster.save()
+            elif 0 in asdict(cluster.ports).values():
+                taken = {port for other in list_clusters() for port in asdict(other.ports).values()}
+                cluster.ports = _choose_ports(taken, keep=cluster.ports)
+                cluster.save()
         for sub in (cluster.pki_dir, cluster.etcd_data_dir, cluster.logs_dir, cluster.run_dir):
             sub.mkdir(mode=0o700, parents=True, exist_ok=True)
         return cluster
@@ -207,13 +212,16 @@ def port_in_use(port: int) -> bool:
     return False
 
 
-def _choose_ports(taken: set[int]) -> Ports:
+def _choose_ports(taken: set[int], keep: Ports | None = None) -> Ports:
+    """Fresh ports for a new cluster, or for the ones `keep` lacks (0) when a newer mkpy added components."""
+    wanted = asdict(keep) if keep is not None else {name: 0 for name in Ports.__dataclass_fields__}
+    missing = [name for name, port in wanted.items() if not port]
     candidates = [port for port in range(PORT_RANGE[0], PORT_RANGE[1] + 1) if port not in taken]
     random.shuffle(candidates)
-    chosen = list(itertools.islice((port for port in candidates if not port_in_use(port)), 3))
-    if len(chosen) < 3:
+    chosen = list(itertools.islice((port for port in candidates if not port_in_use(port)), len(missing)))
+    if len(chosen) < len(missing):
         raise click.ClickException(f"no free ports on {HOST} between {PORT_RANGE[0]} and {PORT_RANGE[1]}")
-    return Ports(etcd_client=chosen[0], etcd_peer=chosen[1], apiserver=chosen[2])
+    return Ports(**{**wanted, **dict(zip(missing, chosen, strict=True))})
 
 
 def _read(cluster_dir: Path) -> Cluster | None:

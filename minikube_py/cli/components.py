@@ -25,7 +25,9 @@ from minikube_py.cli.supervisor import Health, Supervised, client_tls_context, p
 
 ETCD_READY_TIMEOUT = 10.0  # seconds; etcd with fast elections needs ~60 ms
 APISERVER_READY_TIMEOUT = 30.0  # seconds; generous for a cold disk cache on the first start
-COMPONENT_NAMES = ("etcd", "apiserver")  # the names control_plane() returns, in start order
+SCHEDULER_READY_TIMEOUT = 10.0  # seconds; it serves /healthz before it has won leader election
+COMPONENT_NAMES = ("etcd", "apiserver", "scheduler")  # the names control_plane() returns, in start order
+CORE_COMPONENTS = ("etcd", "apiserver")  # a cluster runs when these do; `mkpy up --without` spares the rest
 SERVICE_ACCOUNT_ISSUER = "https://kubernetes.default.svc.cluster.local"  # as kubeadm sets it
 
 
@@ -63,6 +65,14 @@ def control_plane(cluster: Cluster, advertise_address: str = "") -> list[Compone
             ready_timeout=APISERVER_READY_TIMEOUT,
             argv=functools.partial(_apiserver_argv, cluster, advertise_address),
             probe=functools.partial(_apiserver_probe, cluster),
+        ),
+        Component(
+            name="scheduler",
+            address=f"https://{HOST}:{ports.scheduler}/healthz",
+            ports={"scheduler": ports.scheduler},
+            ready_timeout=SCHEDULER_READY_TIMEOUT,
+            argv=functools.partial(_scheduler_argv, cluster),
+            probe=functools.partial(probe_https, HOST, ports.scheduler, "/healthz", _unverified_tls_context()),
         ),
     ]
 
@@ -122,6 +132,22 @@ def _encryption_and_audit_flags(cluster: Cluster) -> list[str]:
     policy = ensure_default_policy(cluster.dir / "audit-policy.yaml")
     return [f"--encryption-provider-config={encryption}", f"--audit-policy-file={policy}",
             f"--audit-log-path={cluster.logs_dir / 'audit.log'}"]
+
+
+def _scheduler_argv(cluster: Cluster) -> list[str]:
+    return [sys.executable, "-m", "minikube_py.cli.main", "scheduler",
+            f"--kubeconfig={cluster.component_kubeconfig('scheduler')}",
+            f"--bind-address={HOST}", f"--secure-port={cluster.ports.scheduler}", "--leader-elect=true"]
+
+
+@functools.lru_cache(maxsize=1)
+def _unverified_tls_context() -> ssl.SSLContext:
+    """Components other than the apiserver serve /healthz with a self-signed certificate; like kubeadm's
+    liveness probes, the health check does not verify it (it learns nothing secret)."""
+    context = ssl.create_default_context()
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE
+    return context
 
 
 def _apiserver_probe(cluster: Cluster) -> Health:

@@ -34,7 +34,13 @@ from minikube_py.cli.cluster import (
     name_option,
     port_in_use,
 )
-from minikube_py.cli.components import COMPONENT_NAMES, Component, control_plane, host_address
+from minikube_py.cli.components import (
+    COMPONENT_NAMES,
+    CORE_COMPONENTS,
+    Component,
+    control_plane,
+    host_address,
+)
 from minikube_py.cli.supervisor import Supervised
 
 ADMIN_USER = "kubernetes-admin"
@@ -52,14 +58,18 @@ COMPONENT_IDENTITIES = (
 @click.command()
 @name_option
 @click.option("--no-switch-context", is_flag=True, help="Leave kubectl's current context as it is.")
-def up(name: str, no_switch_context: bool) -> None:
+@click.option("--without", multiple=True, metavar="COMPONENT",
+              type=click.Choice([c for c in COMPONENT_NAMES if c not in CORE_COMPONENTS]),
+              help="Run the cluster without this component (stopping it if it runs), e.g. to schedule pods by "
+                   "hand. Repeatable.")
+def up(name: str, no_switch_context: bool, without: tuple[str, ...]) -> None:
     """Start a cluster (creating it on first use) and wait until its apiserver is ready."""
     started = time.monotonic()
     console = Console(highlight=False, soft_wrap=True)
     cluster = Cluster.create_or_load(name)
     with cluster_lock(cluster.dir):
         advertise_address = host_address()
-        components = control_plane(cluster, advertise_address)
+        components = [c for c in control_plane(cluster, advertise_address) if c.name not in without]
         was_running = all(component.process(cluster).pid() is not None for component in components)
         if not was_running:
             console.print(f'Starting cluster "{name}" in {cluster.dir}')
@@ -67,6 +77,7 @@ def up(name: str, no_switch_context: bool) -> None:
         merged_into = _write_kubeconfigs(console, cluster, switch_context=not no_switch_context)
         for component in components:
             _bring_up(console, cluster, component)
+        _stop_all(console, cluster.dir, only=without, quiet=True)
     if was_running:
         console.print(f'[green]✓[/] cluster "{name}" is already running at {cluster.apiserver_url}')
     else:
@@ -186,11 +197,15 @@ def _bring_up(console: Console, cluster: Cluster, component: Component) -> None:
         console.print(f"[green]✓[/] {component.name:<10} ready at {component.address} ({took:.2f}s)")
 
 
-def _stop_all(console: Console, cluster_dir: Path) -> None:
+def _stop_all(console: Console, cluster_dir: Path, only: tuple[str, ...] = COMPONENT_NAMES,
+              quiet: bool = False) -> None:
     for name in reversed(COMPONENT_NAMES):
+        if name not in only:
+            continue
         pid = Supervised(name, cluster_dir).stop()
         if pid is None:
-            console.print(f"  {name:<10} was not running")
+            if not quiet:
+                console.print(f"  {name:<10} was not running")
         else:
             console.print(f"[green]✓[/] {name:<10} stopped (pid {pid})")
 

@@ -6,6 +6,7 @@ YAML or the certificate code, and `mkpy up` should not pay for the apiserver. On
 
     lifecycle.py   up, down, delete            status.py   status, list
     access.py      logs, kubeconfig, etcdctl   apiserver.py  apiserver (one module per component)
+                                               scheduler.py  scheduler, scheduler explain
 
 Errors are `click.ClickException`s: one line (plus log lines where they explain a failed start) and a
 non-zero exit, never a traceback.
@@ -27,6 +28,7 @@ COMMANDS = {
     "kubeconfig": "minikube_py.cli.access:kubeconfig",
     "etcdctl": "minikube_py.cli.access:etcdctl",
     "apiserver": "minikube_py.cli.apiserver:apiserver",
+    "scheduler": "minikube_py.cli.scheduler:scheduler",
 }
 
 

@@ -15,7 +15,7 @@ from rich.console import Console
 from rich.table import Table
 
 from minikube_py.cli.cluster import Cluster, list_clusters, mkpy_home, name_option
-from minikube_py.cli.components import COMPONENT_NAMES, control_plane
+from minikube_py.cli.components import CORE_COMPONENTS, control_plane
 from minikube_py.cli.supervisor import Supervised
 
 
@@ -51,8 +51,8 @@ def list_clusters_command() -> None:
     for column in ("NAME", "STATE", "API SERVER", "DIRECTORY"):
         table.add_column(column)
     for cluster in clusters:
-        running = sum(Supervised(name, cluster.dir).pid() is not None for name in COMPONENT_NAMES)
-        state = ("[green]running[/]" if running == len(COMPONENT_NAMES)
+        running = sum(Supervised(name, cluster.dir).pid() is not None for name in CORE_COMPONENTS)
+        state = ("[green]running[/]" if running == len(CORE_COMPONENTS)
                  else "stopped" if running == 0 else "[yellow]partly running[/]")
         table.add_row(cluster.name, state, cluster.apiserver_url, str(cluster.dir))
     console.print(table)

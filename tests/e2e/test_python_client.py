@@ -58,9 +58,10 @@ def configmap(name: str, labels: dict[str, str] | None = None, **data: str) -> c
     return client.V1ConfigMap(metadata=client.V1ObjectMeta(name=name, labels=labels), data=data)
 
 
-def pod(name: str, labels: dict[str, str] | None = None) -> client.V1Pod:
+def pod(name: str, labels: dict[str, str] | None = None, scheduler_name: str | None = None) -> client.V1Pod:
     return client.V1Pod(metadata=client.V1ObjectMeta(name=name, labels=labels),
-                        spec=client.V1PodSpec(containers=[client.V1Container(name="app", image="nginx:1.27")]))
+                        spec=client.V1PodSpec(containers=[client.V1Container(name="app", image="nginx:1.27")],
+                                              scheduler_name=scheduler_name))
 
 
 def deployment(name: str, replicas: int = 1, image: str = "nginx:1.27") -> client.V1Deployment:
@@ -270,7 +271,8 @@ def test_watch_from_a_resource_version_sees_added_modified_deleted(core: client.
 
 
 def test_a_running_watch_sees_changes_as_they_happen(core: client.CoreV1Api, ns: str) -> None:
-    core.create_namespaced_pod(ns, pod("before"))
+    # pods for a scheduler nobody runs, so that the cluster's scheduler does not change them meanwhile
+    core.create_namespaced_pod(ns, pod("before", scheduler_name="none"))
     seen: list[tuple[str, str]] = []
     stream = watch.Watch()
 
@@ -284,7 +286,7 @@ def test_a_running_watch_sees_changes_as_they_happen(core: client.CoreV1Api, ns:
     watcher = threading.Thread(target=consume, daemon=True)
     watcher.start()
     wait_until(lambda: ("ADDED", "before") in seen, "the synthetic ADDED event of the existing pod")
-    core.create_namespaced_pod(ns, pod("during"))
+    core.create_namespaced_pod(ns, pod("during", scheduler_name="none"))
     core.patch_namespaced_pod("during", ns, [{"op": "add", "path": "/metadata/labels", "value": {"x": "y"}}])
     core.delete_namespaced_pod("during", ns)
     watcher.join(WATCH_SECONDS + 5)

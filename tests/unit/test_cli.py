@@ -6,6 +6,7 @@ Nothing here starts etcd or the apiserver (tests/e2e does); processes started he
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import socket
 import sys
@@ -175,11 +176,22 @@ def test_a_cluster_keeps_its_ports_across_loads():
 
 
 def test_clusters_side_by_side_never_share_a_port(monkeypatch):
-    monkeypatch.setattr(cluster_module, "PORT_RANGE", (21000, 21008))
+    monkeypatch.setattr(cluster_module, "PORT_RANGE", (21000, 21011))
     clusters = [Cluster.create_or_load(name) for name in ("a", "b", "c")]
-    ports = [p for c in clusters for p in (c.ports.etcd_client, c.ports.etcd_peer, c.ports.apiserver)]
-    assert len(set(ports)) == 9
+    ports = [p for c in clusters for p in dataclasses.astuple(c.ports)]
+    assert len(set(ports)) == 12
     assert [c.name for c in list_clusters()] == ["a", "b", "c"]
+
+
+def test_a_cluster_made_before_the_scheduler_existed_gets_a_scheduler_port_on_its_next_up():
+    created = Cluster.create_or_load("old")
+    created.ports.scheduler = 0
+    created.save()
+    again = Cluster.create_or_load("old")
+    assert again.ports.scheduler != 0
+    assert (again.ports.etcd_client, again.ports.etcd_peer, again.ports.apiserver) == (
+        created.ports.etcd_client, created.ports.etcd_peer, created.ports.apiserver)
+    assert Cluster.load("old").ports == again.ports
 
 
 def test_the_component_table_matches_the_component_names():

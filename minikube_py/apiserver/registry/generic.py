@@ -228,6 +228,12 @@ class ResourceStore:
         if subresource == "status":
             merged = copy.deepcopy(old)
             merged["status"] = new.get("status")
+            for field in self.strategy.status_writable_metadata:
+                value = codec.meta(new).get(field)
+                if value is None:
+                    merged["metadata"].pop(field, None)
+                else:
+                    merged["metadata"][field] = value
             new = merged
         elif self.resource.has_status() and subresource != "binding":
             if "status" in old:

@@ -37,6 +37,9 @@ _GENERATION_TRACKED = {
 
 
 class Strategy:
+    # metadata fields a write to the status subresource may change (otherwise only `status` changes)
+    status_writable_metadata: tuple[str, ...] = ()
+
     def __init__(self, resource: Resource) -> None:
         self.resource = resource
 
@@ -82,6 +85,10 @@ class Strategy:
 
 
 class PodStrategy(Strategy):
+    # kube's pods/status keeps metadata changes (the scheduler's explain annotations use this), except
+    # owner references, which old kubelets used to corrupt
+    status_writable_metadata = ("labels", "annotations")
+
     def graceful_delete_seconds(self, obj: dict[str, Any], requested: int | None) -> int:
         # A pod that never reached a node, or that already finished, has nothing for a kubelet to stop.
         spec, status = obj.get("spec") or {}, obj.get("status") or {}

@@ -1,0 +1,261 @@
+"""The REST client: get, list, create, update, patch, delete and watch any resource over the apiserver's API.
+
+Every component talks to the apiserver through one `RESTClient` (one `httpx.AsyncClient`, HTTP/1.1, a pool of
+keep-alive connections) built from a `kubeconfig.ClientConfig`: TLS with the cluster's CA, the component's
+client certificate or bearer token, and a User-Agent naming the component. Bodies are JSON (orjson). A
+failed call raises the `errors` class the server's `metav1.Status` names (`NotFound`, `Conflict`, ...);
+a network failure raises the httpx transport error unchanged, so callers can tell "the server said no"
+from "the server could not be reached".
+
+`watch` yields `WatchEvent(type, object)` from the server's newline-delimited JSON stream (`?watch=1`):
+ADDED, MODIFIED, DELETED and, when allowed, BOOKMARK (an object carrying only a resourceVersion). An ERROR
+event ends the watch with its Status raised (410 Expired → `errors.Expired`, a `Gone`: relist). The
+generator returns when the server ends the stream, including when the connection drops mid-stream, as
+client-go's stream watcher treats an unexpected EOF as a normal close; the reflector then watches again.
+
+Usage rules:
+* `async with RESTClient(config) as client:` (or `await client.close()`); one client per process is enough.
+* Namespaced resources need a namespace for single-object calls (given, or the body's
+  `metadata.namespace`); `list`/`watch` without one span all namespaces.
+* Leave a watch early with `contextlib.aclosing(client.watch(...))` so its connection is released at once.
+* `config.qps > 0` throttles every request (watches included) with a token bucket of `config.burst`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import builtins
+import time
+from collections.abc import AsyncGenerator, AsyncIterator, Generator
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import httpx
+import orjson
+
+from minikube_py.api.kinds import Resource
+
+from . import errors
+from .kubeconfig import ClientConfig, ConfigError
+from .resources import path
+
+PATCH_CONTENT_TYPES = {
+    "merge": "application/merge-patch+json",
+    "strategic": "application/strategic-merge-patch+json",
+    "json": "application/json-patch+json",
+    "apply": "application/apply-patch+yaml",  # JSON is YAML, so the body is sent as JSON
+}
+TOKEN_FILE_REFRESH = 60.0  # seconds between re-reads of a token file, as client-go does
+WATCH_READ_SLACK = 30.0  # a watch with timeoutSeconds may stay silent this much longer before we give up
+
+
+class WatchEvent(NamedTuple):
+    type: str  # ADDED, MODIFIED, DELETED, BOOKMARK
+    object: dict[str, Any]
+
+
+class RESTClient:
+    """An async client for the apiserver named by `config`."""
+
+    def __init__(self, config: ClientConfig, *, timeout: float = 30.0) -> None:
+        self.config = config
+        self._timeout = timeout
+        self._throttle = _TokenBucket(config.qps, config.burst) if config.qps > 0 else None
+        self._http = httpx.AsyncClient(
+            base_url=config.server, verify=config.ssl_context(), http1=True, http2=False, timeout=timeout,
+            headers={"User-Agent": config.user_agent, "Accept": "application/json"}, auth=_bearer_auth(config))
+
+    async def __aenter__(self) -> RESTClient:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        await self._http.aclose()
+
+    async def get(self, resource: Resource, name: str, namespace: str | None = None) -> dict[str, Any]:
+        return await self._request("GET", path(resource, _namespace(resource, namespace), name))
+
+    async def list(self, resource: Resource, namespace: str | None = None, *, label_selector: str = "",
+                   field_selector: str = "", limit: int = 0, continue_: str = "",
+                   resource_version: str = "") -> dict[str, Any]:
+        """One List object (one page of it when `limit` is set: follow `metadata.continue`)."""
+        params = {"labelSelector": label_selector, "fieldSelector": field_selector, "limit": limit or "",
+                  "continue": continue_, "resourceVersion": resource_version}
+        return await self._request("GET", path(resource, namespace or None), params=params)
+
+    async def create(self, resource: Resource, body: dict[str, Any], namespace: str | None = None, *,
+                     name: str | None = None, subresource: str | None = None, field_manager: str = "",
+                     dry_run: bool = False) -> dict[str, Any]:
+        """POST `body`; with `subresource`, to that subresource of object `name` (e.g. `pods/binding`)."""
+        ns = _namespace(resource, namespace, body)
+        if subresource:
+            url = path(resource, ns, name or _name_of(body), subresource)
+        else:
+            url = path(resource, ns)
+        return await self._request("POST", url, params=_write_params(field_manager, dry_run), body=body)
+
+    async def update(self, resource: Resource, body: dict[str, Any], namespace: str | None = None, *,
+                     subresource: str | None = None, field_manager: str = "",
+                     dry_run: bool = False) -> dict[str, Any]:
+        """PUT `body` (with its `metadata.resourceVersion`, the write fails with Conflict if it is stale)."""
+        url = path(resource, _namespace(resource, namespace, body), _name_of(body), subresource)
+        return await self._request("PUT", url, params=_write_params(field_manager, dry_run), body=body)
+
+    async def patch(self, resource: Resource, name: str, body: dict[str, Any] | builtins.list[Any],
+                    namespace: str | None = None, *, patch_type: str = "merge", subresource: str | None = None,
+                    field_manager: str = "", force: bool = False, dry_run: bool = False) -> dict[str, Any]:
+        """PATCH with a JSON merge, strategic merge, JSON (RFC 6902) or server-side apply patch."""
+        if patch_type not in PATCH_CONTENT_TYPES:
+            raise ValueError(f"unknown patch type {patch_type!r}: use one of {', '.join(PATCH_CONTENT_TYPES)}")
+        params = _write_params(field_manager, dry_run)
+        if force:
+            params["force"] = "true"
+        url = path(resource, _namespace(resource, namespace), name, subresource)
+        return await self._request("PATCH", url, params=params, body=body,
+                                   content_type=PATCH_CONTENT_TYPES[patch_type])
+
+    async def delete(self, resource: Resource, name: str, namespace: str | None = None, *,
+                     grace_period_seconds: int | None = None, preconditions: dict[str, str] | None = None,
+                     propagation_policy: str | None = None) -> dict[str, Any]:
+        """DELETE; returns the object as deleted (or still terminating), or a Success Status."""
+        options: dict[str, Any] = {"gracePeriodSeconds": grace_period_seconds, "preconditions": preconditions,
+                                   "propagationPolicy": propagation_policy}
+        options = {key: value for key, value in options.items() if value is not None}
+        body = {"kind": "DeleteOptions", "apiVersion": "v1", **options} if options else None
+        return await self._request("DELETE", path(resource, _namespace(resource, namespace), name), body=body)
+
+    async def watch(self, resource: Resource, namespace: str | None = None, *, resource_version: str = "",
+                    allow_bookmarks: bool = True, label_selector: str = "", field_selector: str = "",
+                    timeout_seconds: int | None = None) -> AsyncGenerator[WatchEvent, None]:
+        """The changes after `resource_version` ("" or "0": first the current objects as ADDED)."""
+        params = _query({"watch": "1", "resourceVersion": resource_version, "labelSelector": label_selector,
+                         "fieldSelector": field_selector, "timeoutSeconds": timeout_seconds or "",
+                         "allowWatchBookmarks": "true" if allow_bookmarks else ""})
+        read = None if timeout_seconds is None else timeout_seconds + WATCH_READ_SLACK
+        await self._throttled()
+        async with self._http.stream("GET", path(resource, namespace or None), params=params,
+                                     timeout=httpx.Timeout(self._timeout, read=read)) as response:
+            if response.status_code != 200:
+                raise errors.from_response(response.status_code, await response.aread())
+            async for event in _decode_stream(response):
+                yield event
+
+    async def _request(self, method: str, url: str, *, params: dict[str, Any] | None = None,
+                       body: Any = None, content_type: str = "application/json") -> dict[str, Any]:
+        await self._throttled()
+        content = None if body is None else orjson.dumps(body)
+        headers = {"Content-Type": content_type} if content is not None else None
+        response = await self._http.request(method, url, params=_query(params or {}), content=content,
+                                            headers=headers)
+        if not response.is_success:
+            raise errors.from_response(response.status_code, response.content)
+        if not response.content:
+            return {}
+        try:
+            decoded: dict[str, Any] = orjson.loads(response.content)
+        except orjson.JSONDecodeError:
+            raise ValueError(f"{method} {url}: the server's response is not JSON") from None
+        return decoded
+
+    async def _throttled(self) -> None:
+        if self._throttle is not None:
+            delay = self._throttle.reserve()
+            if delay > 0:
+                await asyncio.sleep(delay)
+
+
+async def _decode_stream(response: httpx.Response) -> AsyncIterator[WatchEvent]:
+    """Events from a watch response body, one JSON object per line, until the stream ends."""
+    pending = b""
+    try:
+        async for chunk in response.aiter_bytes():
+            pending += chunk
+            *lines, pending = pending.split(b"\n")
+            for line in lines:
+                if line.strip():
+                    yield _decode_event(line)
+    except (httpx.RemoteProtocolError, httpx.ReadError, httpx.ReadTimeout):
+        return  # the connection went away mid-stream: a normal end, the caller watches again
+
+
+def _decode_event(line: bytes) -> WatchEvent:
+    try:
+        event = orjson.loads(line)
+        kind, obj = event["type"], event["object"]
+    except (orjson.JSONDecodeError, KeyError, TypeError):
+        raise ValueError(f"watch stream: not an event: {line[:200]!r}") from None
+    if kind == "ERROR":
+        raise errors.from_status(obj if isinstance(obj, dict) else {"message": str(obj)})
+    return WatchEvent(kind, obj)
+
+
+def _namespace(resource: Resource, namespace: str | None, body: dict[str, Any] | None = None) -> str | None:
+    if not resource.namespaced:
+        return None
+    namespace = namespace or ((body or {}).get("metadata") or {}).get("namespace")
+    if not namespace:
+        raise ValueError(f"{resource.plural} are namespaced: a namespace is required")
+    return namespace
+
+
+def _name_of(body: dict[str, Any]) -> str:
+    name = (body.get("metadata") or {}).get("name")
+    if not name:
+        raise ValueError("the object has no metadata.name")
+    return str(name)
+
+
+def _write_params(field_manager: str, dry_run: bool) -> dict[str, Any]:
+    return {"fieldManager": field_manager, "dryRun": "All" if dry_run else ""}
+
+
+def _query(params: dict[str, Any]) -> dict[str, str]:
+    return {key: str(value) for key, value in params.items() if value not in ("", None)}
+
+
+class _TokenBucket:
+    """Allows `qps` requests a second with bursts of `burst`; a request over the rate waits its turn."""
+
+    def __init__(self, qps: float, burst: int) -> None:
+        self._qps, self._burst = qps, max(burst, 1)
+        self._tokens, self._last = float(self._burst), time.monotonic()
+
+    def reserve(self) -> float:
+        """Take a token (possibly one not yet earned) and return how long to wait until it is."""
+        now = time.monotonic()
+        self._tokens = min(self._burst, self._tokens + (now - self._last) * self._qps)
+        self._last = now
+        self._tokens -= 1
+        return 0.0 if self._tokens >= 0 else -self._tokens / self._qps
+
+
+class _BearerToken(httpx.Auth):
+    """Sends `Authorization: Bearer …`; a token file is re-read every minute so rotated tokens are used."""
+
+    def __init__(self, token: str | None, token_file: str | None) -> None:
+        self._token, self._file, self._read_at = token or "", token_file, 0.0
+        if token_file:
+            self._reload()
+
+    def auth_flow(self, request: httpx.Request) -> Generator[httpx.Request, httpx.Response, None]:
+        if self._file and time.monotonic() - self._read_at > TOKEN_FILE_REFRESH:
+            self._reload()
+        request.headers["Authorization"] = f"Bearer {self._token}"
+        yield request
+
+    def _reload(self) -> None:
+        assert self._file is not None
+        try:
+            self._token = Path(self._file).read_text().strip()
+        except OSError as err:
+            if not self._token:
+                raise ConfigError(f"cannot read the token file {self._file}: {err.strerror}") from err
+        self._read_at = time.monotonic()
+
+
+def _bearer_auth(config: ClientConfig) -> _BearerToken | None:
+    if not (config.token or config.token_file):
+        return None
+    return _BearerToken(config.token, config.token_file)
