@@ -46,6 +46,7 @@ PATCH_CONTENT_TYPES = {
     "apply": "application/apply-patch+yaml",  # JSON is YAML, so the body is sent as JSON
 }
 TOKEN_FILE_REFRESH = 60.0  # seconds between re-reads of a token file, as client-go does
+MAX_IN_FLIGHT = 64  # requests (not watches) a client has on the wire at once; the rest wait their turn
 WATCH_READ_SLACK = 30.0  # a watch with timeoutSeconds may stay silent this much longer before we give up
 
 
@@ -61,9 +62,21 @@ class RESTClient:
         self.config = config
         self._timeout = timeout
         self._throttle = _TokenBucket(config.qps, config.burst) if config.qps > 0 else None
-        self._http = httpx.AsyncClient(
-            base_url=config.server, verify=config.ssl_context(), http1=True, http2=False, timeout=timeout,
-            headers={"User-Agent": config.user_agent, "Accept": "application/json"}, auth=_bearer_auth(config))
+        # Requests wait for one of MAX_IN_FLIGHT slots here, in an O(1) semaphore, rather than in httpx's
+        # connection pool, whose queue costs O(waiting x connections) per request (thousands of binds
+        # queued at once made it the scheduler's main cost). Watches hold a connection each for minutes,
+        # so they get a pool of their own and never take a request's place.
+        self._slots = asyncio.Semaphore(MAX_IN_FLIGHT)
+        self._http = self._new_http(httpx.Limits(max_connections=MAX_IN_FLIGHT,
+                                                 max_keepalive_connections=MAX_IN_FLIGHT))
+        self._watch_http = self._new_http(httpx.Limits(max_connections=None, max_keepalive_connections=0))
+
+    def _new_http(self, limits: httpx.Limits) -> httpx.AsyncClient:
+        config = self.config
+        return httpx.AsyncClient(
+            base_url=config.server, verify=config.ssl_context(), http1=True, http2=False, timeout=self._timeout,
+            limits=limits, headers={"User-Agent": config.user_agent, "Accept": "application/json"},
+            auth=_bearer_auth(config))
 
     async def __aenter__(self) -> RESTClient:
         return self
@@ -73,6 +86,7 @@ class RESTClient:
 
     async def close(self) -> None:
         await self._http.aclose()
+        await self._watch_http.aclose()
 
     async def get(self, resource: Resource, name: str, namespace: str | None = None) -> dict[str, Any]:
         return await self._request("GET", path(resource, _namespace(resource, namespace), name))
@@ -135,7 +149,7 @@ class RESTClient:
                          "allowWatchBookmarks": "true" if allow_bookmarks else ""})
         read = None if timeout_seconds is None else timeout_seconds + WATCH_READ_SLACK
         await self._throttled()
-        async with self._http.stream("GET", path(resource, namespace or None), params=params,
+        async with self._watch_http.stream("GET", path(resource, namespace or None), params=params,
                                      timeout=httpx.Timeout(self._timeout, read=read)) as response:
             if response.status_code != 200:
                 raise errors.from_response(response.status_code, await response.aread())
@@ -147,8 +161,9 @@ class RESTClient:
         await self._throttled()
         content = None if body is None else orjson.dumps(body)
         headers = {"Content-Type": content_type} if content is not None else None
-        response = await self._http.request(method, url, params=_query(params or {}), content=content,
-                                            headers=headers)
+        async with self._slots:
+            response = await self._http.request(method, url, params=_query(params or {}), content=content,
+                                                headers=headers)
         if not response.is_success:
             raise errors.from_response(response.status_code, response.content)
         if not response.content:

@@ -78,7 +78,7 @@ class Status:
     def as_error(cls, error: BaseException | str) -> Status:
         if isinstance(error, str):
             error = RuntimeError(error)
-        return cls(Code.ERROR, [str(error)], error=error)
+        return cls(Code.ERROR, [str(error) or type(error).__name__], error=error)  # httpx's timeouts say nothing
 
     def is_success(self) -> bool:
         return self.code == Code.SUCCESS
