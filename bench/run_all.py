@@ -13,7 +13,8 @@ import subprocess
 import sys
 import time
 
-BENCHMARKS = ("bench_create", "bench_get", "bench_watch", "bench_up", "bench_apply", "bench_security")
+BENCHMARKS = ("bench_create", "bench_get", "bench_watch", "bench_up", "bench_apply", "bench_security",
+              "scheduler_perf")
 VERDICTS = ("[PASS]", "[MISS]")
 
 

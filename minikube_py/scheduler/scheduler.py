@@ -55,6 +55,9 @@ class Scheduler:
         try:
             while True:
                 await self.schedule_one()
+                # A cycle that finds a pod queued and schedules it never waits, so yield here: binding tasks
+                # and informer events (which keep the cache right) must not starve behind a long queue.
+                await asyncio.sleep(0)
         finally:
             for task in list(self.binding_tasks):
                 task.cancel()
