@@ -16,6 +16,7 @@ nominations as pods come and go; pods are keyed by UID (namespace/name when a po
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from minikube_py.scheduler.framework.types import PodInfo
@@ -70,8 +71,9 @@ class Nominator:
         self.delete_nominated_pod_if_exists(old_pod)
         self.add_nominated_pod(new_pod_info, keep)
 
-    def nominated_pods_for_node(self, node_name: str) -> list[PodInfo]:
-        return list(self._pods_by_node.get(node_name, ()))
+    def nominated_pods_for_node(self, node_name: str) -> Sequence[PodInfo]:
+        """The pods nominated to `node_name` (read-only: called for every node of every cycle, so no copy)."""
+        return self._pods_by_node.get(node_name, ())
 
     def nominated_node_for(self, pod: Obj) -> str | None:
         return self._node_by_pod.get(_uid(pod))

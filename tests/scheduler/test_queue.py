@@ -489,7 +489,7 @@ def test_the_queue_nominates_pods_that_carry_a_nominated_node() -> None:
     queue.add(pod("b"))
     assert [info.name for info in queue.nominator.nominated_pods_for_node("n1")] == ["a"]
     queue.delete(pod("a", nominated="n1"))
-    assert queue.nominator.nominated_pods_for_node("n1") == []
+    assert list(queue.nominator.nominated_pods_for_node("n1")) == []
 
 
 @pytest.mark.parametrize("case, steps, expected", [

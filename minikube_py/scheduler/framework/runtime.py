@@ -82,7 +82,7 @@ class Framework:
         self.informers = informers
         self.event_recorder = event_recorder
         self.clock: Clock = clock or RealClock()
-        self.nominator = nominator  # has nominated_pods_for_node(node_name) -> list[PodInfo]
+        self.nominator = nominator  # has nominated_pods_for_node(node_name) -> Sequence[PodInfo]
         self.waiting_pods = waiting_pods if waiting_pods is not None else WaitingPods()
         self.recorder = recorder
         self.plugins: dict[str, Any] = {}
@@ -251,6 +251,8 @@ class Framework:
     def _add_nominated_pods(self, state: CycleState, pod: Pod, node_info: NodeInfo,
                             ) -> tuple[CycleState | None, NodeInfo | None, Status]:
         nominated = self.nominated_pods_for_node(node_info.name)
+        if not nominated:  # the common case, on every node of every cycle: nothing to add
+            return None, None, SUCCESS
         priority = int((pod.get("spec") or {}).get("priority") or 0)
         uid = (pod.get("metadata") or {}).get("uid", "")
         state_out: CycleState | None = None
@@ -462,8 +464,8 @@ class Framework:
 
     # --- the rest of the Handle -------------------------------------------------------------------------
 
-    def nominated_pods_for_node(self, node_name: str) -> list[PodInfo]:
-        return list(self.nominator.nominated_pods_for_node(node_name)) if self.nominator is not None else []
+    def nominated_pods_for_node(self, node_name: str) -> Sequence[PodInfo]:
+        return self.nominator.nominated_pods_for_node(node_name) if self.nominator is not None else ()
 
     def get_waiting_pod(self, uid: str) -> WaitingPod | None:
         return self.waiting_pods.get(uid)
