@@ -162,7 +162,7 @@ def test_pod_delete_of_an_unscheduled_pod_removes_it_at_once(core: client.CoreV1
 
 
 def test_pod_status_is_written_through_the_status_subresource_only(core: client.CoreV1Api, ns: str) -> None:
-    core.create_namespaced_pod(ns, pod("st"))
+    core.create_namespaced_pod(ns, pod("st", scheduler_name="none"))  # no scheduler writes to it meanwhile
     live = core.read_namespaced_pod("st", ns)
     live.status.phase = "Running"
     live.spec.containers[0].image = "nginx:9.9"
