@@ -15,6 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from .gofmt import go_number, go_quote, go_sharp_v, is_number
+
 
 @dataclass(frozen=True)
 class FieldError:
@@ -35,42 +37,73 @@ class FieldError:
         return f"{self.field}: {self.message}"
 
 
+# field.Error builders, with apimachinery 1.32's wording and Go's rendering of the bad value ---------------
+
+
+class GoRendered:
+    """A bad value whose Go rendering is given as text (a struct or a typed slice)."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+
+def render_value(value: Any) -> str:
+    """How `field.Error.ErrorBody()` prints a bad value: `"x"`, `5`, `1e+06`, `true`, `"null"`, or Go's `%#v`
+    (`map[string]interface {}{"a":1}`)."""
+    if value is None:
+        return '"null"'
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return go_quote(value)
+    if is_number(value):
+        return go_number(value)
+    if isinstance(value, GoRendered):
+        return value.text
+    return go_sharp_v(value)
+
+
+def _body(kind: str, value: Any, detail: str) -> str:
+    body = f"{kind}: {render_value(value)}"
+    return f"{body}: {detail}" if detail else body
+
+
 def required(path: str, detail: str = "") -> FieldError:
     return FieldError("FieldValueRequired", path, "Required value" + (f": {detail}" if detail else ""))
 
 
+def forbidden(path: str, detail: str) -> FieldError:
+    return FieldError("FieldValueForbidden", path, "Forbidden" + (f": {detail}" if detail else ""))
+
+
 def invalid(path: str, value: Any, detail: str) -> FieldError:
-    shown = f'"{value}"' if isinstance(value, str) else _json_scalar(value)
-    return FieldError("FieldValueInvalid", path, f"Invalid value: {shown}: {detail}")
+    return FieldError("FieldValueInvalid", path, _body("Invalid value", value, detail))
+
+
+def type_invalid(path: str, value: Any, detail: str) -> FieldError:
+    return FieldError("FieldValueTypeInvalid", path, _body("Invalid value", value, detail))
 
 
 def not_supported(path: str, value: Any, supported: list[str]) -> FieldError:
-    options = ", ".join(f'"{s}"' for s in supported)
-    return FieldError("FieldValueNotSupported", path, f'Unsupported value: "{value}": supported values: {options}')
+    detail = "supported values: " + ", ".join(go_quote(s) for s in supported) if supported else ""
+    return FieldError("FieldValueNotSupported", path, _body("Unsupported value", value, detail))
 
 
 def duplicate(path: str, value: Any) -> FieldError:
-    return FieldError("FieldValueDuplicate", path, f"Duplicate value: {_json_scalar(value)}")
-
-
-def forbidden(path: str, detail: str) -> FieldError:
-    return FieldError("FieldValueForbidden", path, f"Forbidden: {detail}")
+    return FieldError("FieldValueDuplicate", path, _body("Duplicate value", value, ""))
 
 
 def too_long(path: str, limit: int) -> FieldError:
-    return FieldError("FieldValueTooLong", path, f"Too long: may not be more than {limit} bytes")
+    detail = f"may not be more than {limit} bytes" if limit >= 0 else "value is too long"
+    return FieldError("FieldValueTooLong", path, f"Too long: {detail}")
 
 
-def _json_scalar(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, str):
-        return f'"{value}"'
-    if isinstance(value, int | float):
-        return str(value)
-    return "{...}" if isinstance(value, dict) else "[...]" if isinstance(value, list) else str(value)
+def too_many(path: str, actual: int, limit: int) -> FieldError:
+    detail = f"must have at most {limit} items" if limit >= 0 else "has too many items"
+    body = f"Too many: {actual}: {detail}" if actual >= 0 else f"Too many: {detail}"
+    return FieldError("FieldValueTooMany", path, body)
 
 
 @dataclass

@@ -4,11 +4,11 @@ kube-apiserver holds a custom resource as Go's `map[string]interface{}`: every v
 interface {}`, a `[]interface {}`, a `string`, an `int64` (JSON integers stay integers), a `float64`, a
 `bool` or `nil`. The error texts users read are Go renderings of those values, so this module reproduces:
 
-* `render_value` — how `field.Error.ErrorBody()` prints a bad value (`"x"`, `5`, `1e+06`, `true`, `"null"`,
-  `map[string]interface {}{"a":1}`);
 * `go_deep_equal` — `reflect.DeepEqual` (an `int64` is never equal to a `float64`, nor a bool to a number);
-* the `field.Required/Invalid/TypeInvalid/NotSupported/Forbidden/TooLong/TooMany/Duplicate` builders with
-  apimachinery 1.32's wording (`Too many: 3: must have at most 2 items`).
+* `field.Path` rendering (`child`, `key`, `index`).
+
+The `field.Error` builders and `render_value` (how `ErrorBody()` prints a bad value) live in `api/errors.py`,
+shared with the built-in kinds' validation, and are re-exported here.
 
 A FieldError's `message` is what Go's `ErrorBody()` returns, so `FieldError.describe()` equals Go's
 `Error()` ("<field>: <body>").
@@ -18,7 +18,19 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..errors import FieldError
+from ..errors import (
+    FieldError,
+    GoRendered,
+    duplicate,
+    forbidden,
+    invalid,
+    not_supported,
+    render_value,
+    required,
+    too_long,
+    too_many,
+    type_invalid,
+)
 from ..gofmt import (
     INT64_MAX,
     INT64_MIN,
@@ -33,8 +45,10 @@ from ..gofmt import (
     is_number,
 )
 
-__all__ = ["INT64_MAX", "INT64_MIN", "go_float", "go_json", "go_number", "go_quote", "go_sharp_v", "go_v", "is_float", "is_int",
-           "is_number"]
+# re-exported: the CRD schema code reaches Go's renderings and the field.Error builders through `go.`
+__all__ = ["INT64_MAX", "INT64_MIN", "FieldError", "GoRendered", "duplicate", "forbidden", "go_float", "go_json",
+           "go_number", "go_quote", "go_sharp_v", "go_v", "invalid", "is_float", "is_int", "is_number",
+           "not_supported", "render_value", "required", "too_long", "too_many", "type_invalid"]
 
 def go_string_slice(values: list[str]) -> str:
     """`%#v` of a `[]string`."""
@@ -68,74 +82,6 @@ def scalar_key(value: Any) -> tuple[str, Any]:
     if value is None:
         return ("nil", None)
     return ("string", value)
-
-
-# field.Error builders ------------------------------------------------------------------------------------
-
-
-def render_value(value: Any) -> str:
-    """How `field.Error.ErrorBody()` prints a bad value."""
-    if value is None:
-        return '"null"'
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, str):
-        return go_quote(value)
-    if is_number(value):
-        return go_number(value)
-    if isinstance(value, GoRendered):
-        return value.text
-    return go_sharp_v(value)
-
-
-class GoRendered:
-    """A bad value whose Go rendering is given as text (a struct or a typed slice)."""
-
-    __slots__ = ("text",)
-
-    def __init__(self, text: str) -> None:
-        self.text = text
-
-
-def _body(kind: str, value: Any, detail: str) -> str:
-    body = f"{kind}: {render_value(value)}"
-    return f"{body}: {detail}" if detail else body
-
-
-def required(path: str, detail: str = "") -> FieldError:
-    return FieldError("FieldValueRequired", path, "Required value" + (f": {detail}" if detail else ""))
-
-
-def forbidden(path: str, detail: str) -> FieldError:
-    return FieldError("FieldValueForbidden", path, "Forbidden" + (f": {detail}" if detail else ""))
-
-
-def invalid(path: str, value: Any, detail: str) -> FieldError:
-    return FieldError("FieldValueInvalid", path, _body("Invalid value", value, detail))
-
-
-def type_invalid(path: str, value: Any, detail: str) -> FieldError:
-    return FieldError("FieldValueTypeInvalid", path, _body("Invalid value", value, detail))
-
-
-def not_supported(path: str, value: Any, supported: list[str]) -> FieldError:
-    detail = "supported values: " + ", ".join(go_quote(s) for s in supported) if supported else ""
-    return FieldError("FieldValueNotSupported", path, _body("Unsupported value", value, detail))
-
-
-def duplicate(path: str, value: Any) -> FieldError:
-    return FieldError("FieldValueDuplicate", path, _body("Duplicate value", value, ""))
-
-
-def too_long(path: str, limit: int) -> FieldError:
-    detail = f"may not be more than {limit} bytes" if limit >= 0 else "value is too long"
-    return FieldError("FieldValueTooLong", path, f"Too long: {detail}")
-
-
-def too_many(path: str, actual: int, limit: int) -> FieldError:
-    detail = f"must have at most {limit} items" if limit >= 0 else "has too many items"
-    body = f"Too many: {actual}: {detail}" if actual >= 0 else f"Too many: {detail}"
-    return FieldError("FieldValueTooMany", path, body)
 
 
 # field.Path rendering ------------------------------------------------------------------------------------
