@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from minikube_py.client.clock import Clock, RealClock
-from minikube_py.scheduler.framework.types import ImageStateSummary, NodeInfo, PodInfo
+from minikube_py.scheduler.framework.types import ImageStateSummary, NodeInfo, PodInfo, pod_identity
 from minikube_py.scheduler.nodetree import NodeTree
 from minikube_py.scheduler.snapshot import Snapshot, node_image_sizes
 
@@ -61,11 +61,6 @@ class _PodState:
 class _ImageState:
     size: int
     nodes: set[str]
-
-
-def pod_key(pod: Obj) -> str:
-    metadata = pod.get("metadata") or {}
-    return metadata.get("uid") or f"{metadata.get('namespace', '')}/{metadata.get('name', '')}"
 
 
 def _node_name(pod: Obj) -> str:
@@ -134,7 +129,7 @@ class Cache:
     def assume_pod(self, pod: PodInfo | Obj) -> None:
         """Count a pod on `spec.nodeName` before it is bound."""
         pod_info = pod if isinstance(pod, PodInfo) else PodInfo.of(pod)
-        key = pod_key(pod_info.pod)
+        key = pod_identity(pod_info.pod)
         if not pod_info.node_name:
             raise CacheError(f"pod {pod_info.key} has no spec.nodeName, so it cannot be assumed")
         if key in self._pod_states:
@@ -143,14 +138,14 @@ class Cache:
 
     def finish_binding(self, pod: Obj) -> None:
         """The bind call returned: from now on the assumed pod may expire (when a TTL is set)."""
-        state = self._pod_states.get(pod_key(pod))
-        if state is not None and pod_key(pod) in self._assumed_pods:
+        state = self._pod_states.get(pod_identity(pod))
+        if state is not None and pod_identity(pod) in self._assumed_pods:
             state.binding_finished = True
             state.deadline = self.clock.now() + self.assumed_pod_ttl if self.assumed_pod_ttl else None
 
     def forget_pod(self, pod: Obj) -> None:
         """Undo `assume_pod` (the binding failed). A pod no longer in the cache is ignored."""
-        key = pod_key(pod)
+        key = pod_identity(pod)
         state = self._pod_states.get(key)
         if state is None:
             return
@@ -163,7 +158,7 @@ class Cache:
 
     def add_pod(self, pod: Obj) -> None:
         """A bound pod appeared (informer Add); confirms the pod if it was assumed."""
-        key = pod_key(pod)
+        key = pod_identity(pod)
         state = self._pod_states.get(key)
         if state is None:
             self._add_pod(PodInfo.of(pod), assumed=False)
@@ -177,7 +172,7 @@ class Cache:
             log.warning("pod %s was already in added state", _describe(pod))
 
     def update_pod(self, old: Obj, new: Obj) -> None:
-        key = pod_key(old)
+        key = pod_identity(old)
         state = self._pod_states.get(key)
         if state is None:
             log.warning("pod %s is not added to scheduler cache, so cannot be updated", _describe(old))
@@ -192,7 +187,7 @@ class Cache:
         self._add_pod(PodInfo.of(new), assumed=False)
 
     def remove_pod(self, pod: Obj) -> None:
-        key = pod_key(pod)
+        key = pod_identity(pod)
         state = self._pod_states.get(key)
         if state is None:
             log.warning("pod %s is not found in scheduler cache, so cannot be removed from it",
@@ -204,11 +199,11 @@ class Cache:
         self._remove_pod(key)
 
     def is_assumed_pod(self, pod: Obj) -> bool:
-        return pod_key(pod) in self._assumed_pods
+        return pod_identity(pod) in self._assumed_pods
 
     def get_pod(self, pod: Obj) -> Obj | None:
         """The cached version of the pod (possibly on a node deleted since), None when not cached."""
-        state = self._pod_states.get(pod_key(pod))
+        state = self._pod_states.get(pod_identity(pod))
         return state.pod_info.pod if state is not None else None
 
     def cleanup_assumed_pods(self) -> list[Obj]:
@@ -230,7 +225,7 @@ class Cache:
             info.name = node_name
         info.add_pod(pod_info)
         self._touch(node_name)
-        key = pod_key(pod_info.pod)
+        key = pod_identity(pod_info.pod)
         self._pod_states[key] = _PodState(pod_info)
         if assumed:
             self._assumed_pods.add(key)

@@ -19,6 +19,7 @@ from collections.abc import Callable, Collection
 from typing import Any
 
 from minikube_py.scheduler.framework.interface import ActionType, ClusterEvent
+from minikube_py.scheduler.framework.types import scheduler_name
 
 Obj = dict[str, Any]
 
@@ -42,10 +43,6 @@ def is_terminal(pod: Obj) -> bool:
 
 def assigned_and_running(pod: Obj) -> bool:
     return is_assigned(pod) and not is_terminal(pod)
-
-
-def scheduler_name(pod: Obj) -> str:
-    return (pod.get("spec") or {}).get("schedulerName") or "default-scheduler"
 
 
 class FilteringHandler:

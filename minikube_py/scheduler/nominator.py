@@ -19,14 +19,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from minikube_py.scheduler.framework.types import PodInfo
+from minikube_py.scheduler.framework.types import PodInfo, pod_identity
 
 Obj = dict[str, Any]
-
-
-def _uid(pod: Obj) -> str:
-    metadata = pod.get("metadata") or {}
-    return metadata.get("uid") or f"{metadata.get('namespace', '')}/{metadata.get('name', '')}"
 
 
 def status_nominated_node_name(pod: Obj) -> str:
@@ -46,15 +41,15 @@ class Nominator:
             node_name = status_nominated_node_name(pod_info.pod)
         if not node_name:
             return
-        self._node_by_pod[_uid(pod_info.pod)] = node_name
+        self._node_by_pod[pod_identity(pod_info.pod)] = node_name
         self._pods_by_node.setdefault(node_name, []).append(pod_info)
 
     def delete_nominated_pod_if_exists(self, pod: Obj) -> None:
-        uid = _uid(pod)
-        node_name = self._node_by_pod.pop(uid, None)
+        identity = pod_identity(pod)
+        node_name = self._node_by_pod.pop(identity, None)
         if node_name is None:
             return
-        remaining = [info for info in self._pods_by_node[node_name] if _uid(info.pod) != uid]
+        remaining = [info for info in self._pods_by_node[node_name] if pod_identity(info.pod) != identity]
         if remaining:
             self._pods_by_node[node_name] = remaining
         else:
@@ -67,7 +62,7 @@ class Nominator:
         """
         keep: str | None = None
         if not status_nominated_node_name(old_pod) and not status_nominated_node_name(new_pod_info.pod):
-            keep = self._node_by_pod.get(_uid(old_pod))
+            keep = self._node_by_pod.get(pod_identity(old_pod))
         self.delete_nominated_pod_if_exists(old_pod)
         self.add_nominated_pod(new_pod_info, keep)
 
@@ -76,4 +71,4 @@ class Nominator:
         return self._pods_by_node.get(node_name, ())
 
     def nominated_node_for(self, pod: Obj) -> str | None:
-        return self._node_by_pod.get(_uid(pod))
+        return self._node_by_pod.get(pod_identity(pod))

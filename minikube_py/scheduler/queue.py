@@ -52,7 +52,7 @@ from minikube_py.scheduler.framework.interface import (
     Status,
     is_success,
 )
-from minikube_py.scheduler.framework.types import PodInfo, QueuedPodInfo
+from minikube_py.scheduler.framework.types import PodInfo, QueuedPodInfo, pod_uid, scheduler_name
 from minikube_py.scheduler.heap import Heap, Less
 from minikube_py.scheduler.nominator import Nominator
 
@@ -87,14 +87,6 @@ def _key(pod: Pod) -> str:
     if not isinstance(metadata, dict) or not metadata.get("name"):
         raise ValueError(f"not a pod with metadata.name: {str(pod)[:80]}")
     return f"{metadata.get('namespace', '')}/{metadata['name']}"
-
-
-def _uid(pod: Pod) -> str:
-    return (pod.get("metadata") or {}).get("uid", "")
-
-
-def _scheduler_name(pod: Pod) -> str:
-    return (pod.get("spec") or {}).get("schedulerName") or "default-scheduler"
 
 
 def pod_update_event(old: Pod, new: Pod, label: str) -> ClusterEvent | None:
@@ -170,7 +162,7 @@ class SchedulingQueue:
     def update(self, old: Pod, new: Pod) -> None:
         key, _ = _key(new), _key(old)
         event = pod_update_event(old, new, UNSCHEDULED_POD_UPDATE)
-        if _uid(new) in self._in_flight:  # being scheduled: the update counts if the attempt fails
+        if pod_uid(new) in self._in_flight:  # being scheduled: the update counts if the attempt fails
             if event is not None:
                 self._record_event(event, old, new)
             return
@@ -211,7 +203,7 @@ class SchedulingQueue:
             qpi = self._unschedulable.get(key) or self._backoff.get(key)
             if qpi is not None and self._move_to_active_q(qpi, FORCE_ACTIVATE.label):
                 continue
-            if _uid(pod) in self._in_flight:  # it goes straight back to the queue if this attempt fails
+            if pod_uid(pod) in self._in_flight:  # it goes straight back to the queue if this attempt fails
                 self._record_event(FORCE_ACTIVATE, None, pod)
             self._move_request_cycle = self._scheduling_cycle
 
@@ -228,7 +220,7 @@ class SchedulingQueue:
         assert qpi is not None
         qpi.attempts += 1
         self._scheduling_cycle += 1
-        self._in_flight[_uid(qpi.pod)] = self._next_event
+        self._in_flight[pod_uid(qpi.pod)] = self._next_event
         qpi.unschedulable_plugins, qpi.pending_plugins = set(), set()
         return qpi
 
@@ -245,7 +237,7 @@ class SchedulingQueue:
     def add_unschedulable_if_not_present(self, qpi: QueuedPodInfo, pod_scheduling_cycle: int) -> bool:
         """Requeue a pod whose attempt failed: backoffQ after an error (no rejecting plugins) or when an event
         that could help happened meanwhile, else unschedulablePods. False (logged) if it is queued already."""
-        key, uid = _key(qpi.pod), _uid(qpi.pod)
+        key, uid = _key(qpi.pod), pod_uid(qpi.pod)
         try:
             where = self._queue_holding(key)
             if where is not None:
@@ -268,7 +260,7 @@ class SchedulingQueue:
     def _failed_pod_strategy(self, qpi: QueuedPodInfo, pod_scheduling_cycle: int) -> _Strategy:
         if not qpi.unschedulable_plugins and not qpi.pending_plugins:
             return _Strategy.AFTER_BACKOFF  # an error, not a verdict: retry after backoff
-        start = self._in_flight.get(_uid(qpi.pod))
+        start = self._in_flight.get(pod_uid(qpi.pod))
         if start is None:
             moved = self._move_request_cycle >= pod_scheduling_cycle
             return _Strategy.AFTER_BACKOFF if moved else _Strategy.SKIP
@@ -394,7 +386,7 @@ class SchedulingQueue:
         return True
 
     def _run_pre_enqueue(self, qpi: QueuedPodInfo) -> bool:
-        check = self._pre_enqueue.get(_scheduler_name(qpi.pod))
+        check = self._pre_enqueue.get(scheduler_name(qpi.pod))
         try:
             status = check(qpi.pod) if check is not None else None
         except Exception as error:  # the runtime normally turns exceptions into statuses; be safe anyway

@@ -28,9 +28,9 @@ from typing import Any
 
 from minikube_py.client import errors, resources
 from minikube_py.scheduler import algorithm
-from minikube_py.scheduler.eventhandlers import ASSIGNED_POD_DELETE, scheduler_name
+from minikube_py.scheduler.eventhandlers import ASSIGNED_POD_DELETE
 from minikube_py.scheduler.framework.interface import Code, CycleState, Pod, Status
-from minikube_py.scheduler.framework.types import PodInfo, QueuedPodInfo
+from minikube_py.scheduler.framework.types import PodInfo, QueuedPodInfo, pod_uid, scheduler_name
 
 log = logging.getLogger("mkpy.scheduler")
 
@@ -69,14 +69,14 @@ class Scheduler:
         pod = qpi.pod
         fwk = self.profiles.get(scheduler_name(pod))
         if fwk is None or _being_deleted(pod) or self.cache.is_assumed_pod(pod):
-            self.queue.done(_uid(pod))
+            self.queue.done(pod_uid(pod))
             return
         state = CycleState()
         recorder = self.explain(fwk, pod) if self.explain else None
         started = time.monotonic()
         assumed, result, status = await self.scheduling_cycle(fwk, state, qpi, recorder)
         if assumed is None:
-            self.queue.done(_uid(pod))
+            self.queue.done(pod_uid(pod))
             return
         task = asyncio.create_task(self.binding_cycle(fwk, state, qpi, result, assumed, started, recorder))
         self.binding_tasks.add(task)
@@ -152,7 +152,7 @@ class Scheduler:
             await self.handle_failure(fwk, qpi, _status_error(status), {status.plugin} - {""}, None, recorder)
             return
         self.cache.finish_binding(assumed)
-        self.queue.done(_uid(assumed))
+        self.queue.done(pod_uid(assumed))
         namespace, name = _namespace_name(assumed)
         fwk.event_recorder.eventf(assumed, None, "Normal", "Scheduled", "Binding",
                                   f"Successfully assigned {namespace}/{name} to {host}")
@@ -180,7 +180,7 @@ class Scheduler:
             self.queue.add_unschedulable_if_not_present(qpi, cycle)
             if nominated_node is not None:  # "" clears a nomination preemption no longer stands by
                 self.queue.nominator.add_nominated_pod(qpi.pod_info, nominated_node)
-        self.queue.done(_uid(pod))
+        self.queue.done(pod_uid(pod))
         log.info("unable to schedule %s/%s: %s", namespace, name, message)
         fwk.event_recorder.eventf(pod, None, "Warning", "FailedScheduling", "Scheduling",
                                   message[:MAX_MESSAGE_LENGTH])
@@ -244,10 +244,6 @@ def _namespace_name(pod: Pod) -> tuple[str, str]:
 
 def _key(pod: Pod) -> str:
     return "/".join(_namespace_name(pod))
-
-
-def _uid(pod: Pod) -> str:
-    return (pod.get("metadata") or {}).get("uid", "")
 
 
 def _being_deleted(pod: Pod) -> bool:

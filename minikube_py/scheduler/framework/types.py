@@ -25,6 +25,7 @@ from minikube_py.scheduler.framework.interface import Pod, Status
 CPU, MEMORY, EPHEMERAL_STORAGE, PODS = "cpu", "memory", "ephemeral-storage", "pods"
 DEFAULT_MILLI_CPU_REQUEST = 100  # what a container without requests counts as when scoring (kube's non-zero)
 DEFAULT_MEMORY_REQUEST = 200 * 1024 * 1024
+DEFAULT_SCHEDULER_NAME = "default-scheduler"
 
 
 # --- resources ----------------------------------------------------------------------------------------------
@@ -227,6 +228,21 @@ def _weighted_terms(affinity: Mapping[str, Any], namespace: str, errors: list[st
         if term is not None:
             result.append(WeightedAffinityTerm(term, int(raw.get("weight") or 0)))
     return result
+
+
+def pod_uid(pod: Pod) -> str:
+    return (pod.get("metadata") or {}).get("uid", "")
+
+
+def pod_identity(pod: Pod) -> str:
+    """The pod's UID, or namespace/name for a pod without one (hand-made pods in tests and labs)."""
+    metadata = pod.get("metadata") or {}
+    return metadata.get("uid") or f"{metadata.get('namespace', '')}/{metadata.get('name', '')}"
+
+
+def scheduler_name(pod: Pod) -> str:
+    """The profile the pod asks for; pods that name none belong to the default scheduler."""
+    return (pod.get("spec") or {}).get("schedulerName") or DEFAULT_SCHEDULER_NAME
 
 
 # --- nodes --------------------------------------------------------------------------------------------------

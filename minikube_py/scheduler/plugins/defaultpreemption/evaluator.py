@@ -47,7 +47,7 @@ from minikube_py.scheduler.framework.interface import (
     Status,
     is_success,
 )
-from minikube_py.scheduler.framework.types import NodeInfo, PodInfo, reasons_histogram
+from minikube_py.scheduler.framework.types import NodeInfo, PodInfo, pod_uid, reasons_histogram
 from minikube_py.scheduler.plugins.defaultpreemption.pdb import (
     Budget,
     filter_pods_with_pdb_violation,
@@ -252,7 +252,7 @@ class Evaluator:
                 await client.delete(resources.PODS, victim.name, victim.namespace)
             except Exception as error:  # API or transport errors: the pod is retried
                 return SUCCESS if isinstance(error, errors.NotFound) else Status.as_error(error)
-        note = f"Preempted by pod {_uid(preemptor)} on node {candidate.name}"
+        note = f"Preempted by pod {pod_uid(preemptor)} on node {candidate.name}"
         self.handle.event_recorder.eventf(victim.pod, preemptor, "Normal", "Preempted", "Preempting", note)
         return SUCCESS
 
@@ -365,7 +365,3 @@ def _name(pod: Pod) -> str:
 
 def _namespace(pod: Pod) -> str:
     return (pod.get("metadata") or {}).get("namespace", "")
-
-
-def _uid(pod: Pod) -> str:
-    return (pod.get("metadata") or {}).get("uid", "")

@@ -36,7 +36,7 @@ from minikube_py.scheduler.framework.interface import (
     QueueingHint,
     Status,
 )
-from minikube_py.scheduler.framework.types import NodeInfo, NodeScore, PodInfo
+from minikube_py.scheduler.framework.types import NodeInfo, NodeScore, PodInfo, pod_uid
 from minikube_py.scheduler.plugins.podtopologyspread import filtering, scoring
 from minikube_py.scheduler.plugins.podtopologyspread.common import (
     DO_NOT_SCHEDULE,
@@ -166,7 +166,7 @@ class PodTopologySpread:
             old_labels, new_labels = _labels(old), _labels(new)
             if old_labels == new_labels:
                 return QueueingHint.SKIP
-            if _uid(old) == _uid(pod):  # the pod's own labels changed: matchLabelKeys may now pick others
+            if pod_uid(old) == pod_uid(pod):  # the pod's own labels changed: matchLabelKeys may now pick others
                 return QueueingHint.QUEUE
             changed = any(c.selector.matches(old_labels) != c.selector.matches(new_labels)
                           for c in constraints)
@@ -199,15 +199,11 @@ def _involved_in_spreading(changed: Mapping[str, Any], pod: Pod) -> bool:
     namespace = (pod.get("metadata") or {}).get("namespace")
     same_namespace = (changed.get("metadata") or {}).get("namespace") == namespace
     assigned = bool((changed.get("spec") or {}).get("nodeName"))
-    return _uid(changed) == _uid(pod) or (assigned and same_namespace)
+    return pod_uid(changed) == pod_uid(pod) or (assigned and same_namespace)
 
 
 def _labels(obj: Mapping[str, Any]) -> Mapping[str, str]:
     return (obj.get("metadata") or {}).get("labels") or {}
-
-
-def _uid(obj: Mapping[str, Any]) -> str:
-    return (obj.get("metadata") or {}).get("uid", "")
 
 
 def _taints(node: Mapping[str, Any]) -> list[Any]:
