@@ -6,21 +6,16 @@ Unit tests in this package request none of these, so they run without starting a
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterator
 
 import httpx
 import pytest
 
+from tests.fixtures import api, control_plane, new_namespace
 from tests.harness import ControlPlane
 from tests.scheduler.cluster import Cluster, SchedulerProcess
 
-
-@pytest.fixture(scope="session")
-def control_plane() -> Iterator[ControlPlane]:
-    cp = ControlPlane().start()
-    yield cp
-    cp.stop()
+__all__ = ["api", "control_plane", "cluster", "default_scheduler"]
 
 
 @pytest.fixture(scope="session")
@@ -31,17 +26,8 @@ def default_scheduler(control_plane: ControlPlane) -> Iterator[SchedulerProcess]
 
 
 @pytest.fixture()
-def api(control_plane: ControlPlane) -> Iterator[httpx.Client]:
-    with control_plane.client() as client:
-        yield client
-
-
-@pytest.fixture()
 def cluster(api: httpx.Client) -> Iterator[Cluster]:
     """A fresh namespace; the nodes a test adds are deleted when it ends (nodes are cluster-wide)."""
-    name = f"t-{uuid.uuid4().hex[:8]}"
-    r = api.post("/api/v1/namespaces", json={"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
-    assert r.status_code == 201, r.text
-    cluster = Cluster(api, name)
+    cluster = Cluster(api, new_namespace(api))
     yield cluster
     cluster.delete_nodes()
