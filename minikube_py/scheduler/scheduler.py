@@ -72,6 +72,7 @@ class Scheduler:
             self.queue.done(pod_uid(pod))
             return
         state = CycleState()
+        state.pod_info = qpi.pod_info
         recorder = self.explain(fwk, pod) if self.explain else None
         started = time.monotonic()
         assumed, result, status = await self.scheduling_cycle(fwk, state, qpi, recorder)

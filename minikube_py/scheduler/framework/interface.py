@@ -115,6 +115,7 @@ class CycleState:
         self.skip_filter_plugins: set[str] = set()
         self.skip_score_plugins: set[str] = set()
         self.record_plugin_metrics = False
+        self.pod_info: Any = None  # the cycle's pod, parsed once by the queue (types.pod_info_for reads it)
 
     def read(self, key: str) -> Any:
         """The value written under `key`; KeyError when no plugin wrote it (kube's ErrNotFound)."""
@@ -131,6 +132,7 @@ class CycleState:
         copy._data = {k: v.clone() if hasattr(v, "clone") else v for k, v in self._data.items()}
         copy.skip_filter_plugins = set(self.skip_filter_plugins)
         copy.skip_score_plugins = set(self.skip_score_plugins)
+        copy.pod_info = self.pod_info
         return copy
 
 

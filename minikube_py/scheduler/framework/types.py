@@ -20,7 +20,7 @@ from typing import Any
 
 from minikube_py.api.quantity import parse_list, pod_requests
 from minikube_py.api.selectors import LabelSelector
-from minikube_py.scheduler.framework.interface import Pod, Status
+from minikube_py.scheduler.framework.interface import CycleState, Pod, Status
 
 CPU, MEMORY, EPHEMERAL_STORAGE, PODS = "cpu", "memory", "ephemeral-storage", "pods"
 DEFAULT_MILLI_CPU_REQUEST = 100  # what a container without requests counts as when scoring (kube's non-zero)
@@ -177,6 +177,13 @@ class PodInfo:
     def has_affinity(self) -> bool:
         return bool(self.required_affinity_terms or self.required_anti_affinity_terms
                     or self.preferred_affinity_terms or self.preferred_anti_affinity_terms)
+
+
+def pod_info_for(state: CycleState, pod: Pod) -> PodInfo:
+    """The parsed form of the pod being scheduled: the queue's PodInfo, which the scheduler puts into the cycle
+    state, so plugins do not parse the pod again; parsed here for any other pod (an assumed copy, a test)."""
+    info = state.pod_info
+    return info if info is not None and info.pod is pod else PodInfo.of(pod)
 
 
 def _non_zero_requests(pod: Pod) -> Resource:

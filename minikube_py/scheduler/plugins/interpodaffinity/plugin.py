@@ -34,7 +34,13 @@ from minikube_py.scheduler.framework.interface import (
     QueueingHint,
     Status,
 )
-from minikube_py.scheduler.framework.types import NodeInfo, NodeScore, PodInfo, WeightedAffinityTerm
+from minikube_py.scheduler.framework.types import (
+    NodeInfo,
+    NodeScore,
+    PodInfo,
+    WeightedAffinityTerm,
+    pod_info_for,
+)
 from minikube_py.scheduler.plugins.interpodaffinity import filtering, scoring
 from minikube_py.scheduler.plugins.interpodaffinity.filtering import (
     matches_all_terms,
@@ -67,7 +73,7 @@ class InterPodAffinity:
         nodes_with_anti_affinity = self.handle.snapshot.have_pods_with_required_anti_affinity_list()
         if not nodes_with_anti_affinity and not _has_terms(pod, _REQUIRED):
             return None, Status(Code.SKIP)
-        pod_info = PodInfo.of(pod)
+        pod_info = pod_info_for(state, pod)
         if pod_info.parse_error:
             return None, Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, [f"parsing pod: {pod_info.parse_error}"])
         pre_filter_state = filtering.PreFilterState(
@@ -119,7 +125,7 @@ class InterPodAffinity:
         all_nodes = snapshot.list() if has_preferred else snapshot.have_pods_with_affinity_list()
         if not all_nodes:
             return Status(Code.SKIP)
-        pod_info = PodInfo.of(pod)
+        pod_info = pod_info_for(state, pod)
         pre_score_state = scoring.PreScoreState(
             pod_info, [self._merged(t) for t in pod_info.preferred_affinity_terms],
             [self._merged(t) for t in pod_info.preferred_anti_affinity_terms],

@@ -16,7 +16,7 @@ from typing import Any
 
 from minikube_py.api.quantity import pod_requests
 from minikube_py.scheduler.framework.interface import CycleState, Handle, PluginArgsError, Pod, Status
-from minikube_py.scheduler.framework.types import NodeInfo, Resource
+from minikube_py.scheduler.framework.types import NodeInfo, Resource, pod_info_for
 from minikube_py.scheduler.plugins.noderesources import node_vectors, parse_resource_specs, request_vector
 from minikube_py.scheduler.plugins.noderesources.scoring import balanced_allocation
 
@@ -44,7 +44,7 @@ class BalancedAllocation:
         return request_vector(Resource.from_list(pod_requests(pod)), self.resources)
 
     def pre_score(self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]) -> Status | None:
-        state.write(_PRE_SCORE_KEY, self._pod_requests(pod))
+        state.write(_PRE_SCORE_KEY, request_vector(pod_info_for(state, pod).requests, self.resources))
         return None
 
     def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> tuple[int, Status | None]:

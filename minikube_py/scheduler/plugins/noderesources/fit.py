@@ -37,7 +37,7 @@ from minikube_py.scheduler.framework.interface import (
     QueueingHint,
     Status,
 )
-from minikube_py.scheduler.framework.types import NodeInfo, PodInfo, Resource
+from minikube_py.scheduler.framework.types import NodeInfo, Resource, pod_info_for
 from minikube_py.scheduler.plugins.noderesources import (
     ResourceSpec,
     node_vectors,
@@ -119,8 +119,9 @@ class Fit:
         self.ignored_resource_groups = frozenset(_groups(args.get("ignoredResourceGroups")))
         self.strategy, self.resources, self.scorer = _scoring_strategy(args.get("scoringStrategy"))
 
-    def pod_request(self, pod: Pod) -> PodRequest:
-        total = Resource.from_list(pod_requests(pod))
+    def pod_request(self, pod: Pod, requests: Resource | None = None) -> PodRequest:
+        """What the pod asks for, less ignored extended resources (`requests`: already parsed, if at hand)."""
+        total = requests if requests is not None else Resource.from_list(pod_requests(pod))
         scalars = tuple((name, amount) for name, amount in total.scalar_resources.items()
                         if amount and not self._ignored(name))
         return PodRequest(total.milli_cpu, total.memory, total.ephemeral_storage, scalars)
@@ -133,7 +134,7 @@ class Fit:
 
     def pre_filter(self, state: CycleState, pod: Pod,
                    nodes: Sequence[NodeInfo]) -> tuple[PreFilterResult | None, Status | None]:
-        state.write(_PRE_FILTER_KEY, self.pod_request(pod))
+        state.write(_PRE_FILTER_KEY, self.pod_request(pod, pod_info_for(state, pod).requests))
         return None, None
 
     def pre_filter_extensions(self) -> None:
@@ -174,14 +175,14 @@ class Fit:
     # --- score ----------------------------------------------------------------------------------------------
 
     def pre_score(self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]) -> Status | None:
-        state.write(_PRE_SCORE_KEY, request_vector(PodInfo.of(pod).non_zero_requests, self.resources))
+        state.write(_PRE_SCORE_KEY, request_vector(pod_info_for(state, pod).non_zero_requests, self.resources))
         return None
 
     def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> tuple[int, Status | None]:
         try:
             pod_requests_vector = state.read(_PRE_SCORE_KEY)
         except KeyError:
-            pod_requests_vector = request_vector(PodInfo.of(pod).non_zero_requests, self.resources)
+            pod_requests_vector = request_vector(pod_info_for(state, pod).non_zero_requests, self.resources)
         requested, allocatable = node_vectors(node_info, self.resources, pod_requests_vector, use_requested=False)
         return self.scorer(requested, allocatable), None
 
