@@ -7,6 +7,8 @@ YAML or the certificate code, and `mkpy up` should not pay for the apiserver. On
     lifecycle.py   up, down, delete            status.py   status, list
     access.py      logs, kubeconfig, etcdctl   apiserver.py  apiserver (one module per component)
                                                scheduler.py  scheduler, scheduler explain
+    image.py       image load                      kubelet.py    kubelet
+    crictl.py      crictl (the runtime's view)     fakecri.py    fake-cri (a simulated runtime)
 
 Errors are `click.ClickException`s: one line (plus log lines where they explain a failed start) and a
 non-zero exit, never a traceback.
@@ -29,6 +31,10 @@ COMMANDS = {
     "etcdctl": "minikube_py.cli.access:etcdctl",
     "apiserver": "minikube_py.cli.apiserver:apiserver",
     "scheduler": "minikube_py.cli.scheduler:scheduler",
+    "kubelet": "minikube_py.cli.kubelet:kubelet",
+    "fake-cri": "minikube_py.cli.fakecri:fake_cri",
+    "crictl": "minikube_py.cli.crictl:crictl",
+    "image": "minikube_py.cli.image:image",
 }
 
 

@@ -39,6 +39,7 @@ from typing import Any
 import httpx
 import orjson
 
+from minikube_py.api.timestamps import micro_time_string, time_string
 from minikube_py.client import errors
 from minikube_py.client.clock import Clock, RealClock
 from minikube_py.client.resources import CORE_EVENTS, EVENTS
@@ -176,7 +177,7 @@ class EventBroadcaster:
             await self._attempt(lambda: self._write_series_event(copy.deepcopy(event)))
             return
         cached.last_seen = self.clock.now()
-        observed = _micro_time(self.clock.wall())
+        observed = micro_time_string(self.clock.wall())
         if cached.event.get("series"):
             count = cached.event["series"]["count"] + 1
             cached.event["series"] = {"count": count, "lastObservedTime": observed}
@@ -303,7 +304,7 @@ class EventRecorder:
         event = {"apiVersion": "events.k8s.io/v1", "kind": "Event",
                  "metadata": {"name": self.broadcaster.event_name(ref["name"], wall),
                               "namespace": ref.get("namespace") or "default"},
-                 "eventTime": _micro_time(wall), "reportingController": self.reporting_controller,
+                 "eventTime": micro_time_string(wall), "reportingController": self.reporting_controller,
                  "reportingInstance": self.reporting_instance, "action": action, "reason": reason,
                  "regarding": ref, "note": _truncate(message), "type": type}
         if related is not None:
@@ -334,7 +335,7 @@ class CoreEventRecorder:
 
     def _make_event(self, ref: dict[str, Any], type: str, reason: str, message: str) -> dict[str, Any]:
         wall = self.broadcaster.clock.wall()
-        stamp = wall.strftime("%Y-%m-%dT%H:%M:%SZ")
+        stamp = time_string(wall)
         return {"apiVersion": "v1", "kind": "Event",
                 "metadata": {"name": self.broadcaster.event_name(ref["name"], wall),
                              "namespace": ref.get("namespace") or "default"},
@@ -384,10 +385,6 @@ def _truncate(note: str) -> str:
     if len(encoded) <= MAX_NOTE_BYTES:
         return note
     return encoded[:MAX_NOTE_BYTES].decode(errors="ignore")
-
-
-def _micro_time(moment: datetime) -> str:
-    return moment.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 def _series_key(event: dict[str, Any]) -> bytes:

@@ -30,11 +30,11 @@ import logging
 import random
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any, Protocol
 
 import httpx
 
+from minikube_py.api.timestamps import micro_time_string
 from minikube_py.client import errors
 from minikube_py.client.clock import Clock, RealClock
 from minikube_py.client.resources import LEASES
@@ -83,9 +83,6 @@ class EventRecorder(Protocol):
     def event(self, obj: dict[str, Any], type: str, reason: str, message: str) -> None: ...
 
 
-def micro_time(moment: datetime) -> str:
-    """A metav1.MicroTime: "2024-01-01T00:00:00.000000Z"."""
-    return moment.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 def record_of(lease: dict[str, Any]) -> dict[str, Any]:
@@ -176,7 +173,7 @@ class LeaderElector:
         return False
 
     async def _try_acquire_or_renew(self) -> bool:
-        now = micro_time(self.clock.wall())
+        now = micro_time_string(self.clock.wall())
         record = {"holderIdentity": self.config.identity,
                   "leaseDurationSeconds": int(self.config.lease_duration),
                   "acquireTime": now, "renewTime": now, "leaseTransitions": 0}
@@ -239,7 +236,7 @@ class LeaderElector:
     async def _release(self) -> None:
         if not self.is_leader() or self._lease is None:
             return
-        now = micro_time(self.clock.wall())
+        now = micro_time_string(self.clock.wall())
         record = {"holderIdentity": "", "leaseDurationSeconds": 1, "acquireTime": now, "renewTime": now,
                   "leaseTransitions": self._observed["leaseTransitions"]}
         release = self._write(record, "failed to release lease")

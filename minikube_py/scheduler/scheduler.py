@@ -26,6 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from minikube_py.api.timestamps import time_string
 from minikube_py.client import errors, resources
 from minikube_py.scheduler import algorithm
 from minikube_py.scheduler.eventhandlers import ASSIGNED_POD_DELETE
@@ -205,7 +206,7 @@ class Scheduler:
         if unchanged and (nominated is None or status.get("nominatedNodeName", "") == nominated):
             return
         keep_transition = old is not None and old.get("status") == "False"
-        condition["lastTransitionTime"] = old.get("lastTransitionTime") if keep_transition and old else _now()
+        condition["lastTransitionTime"] = old.get("lastTransitionTime") if keep_transition and old else time_string()
         patch: dict[str, Any] = {"status": {"conditions": [condition]}}
         if nominated is not None:
             patch["status"]["nominatedNodeName"] = nominated or None
@@ -250,6 +251,3 @@ def _key(pod: Pod) -> str:
 def _being_deleted(pod: Pod) -> bool:
     return bool((pod.get("metadata") or {}).get("deletionTimestamp"))
 
-
-def _now() -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())

@@ -1,0 +1,60 @@
+"""Assembling and running one kubelet (kube's `cmd/kubelet/app`): `mkpy kubelet` ends here.
+
+    kubeconfig ─► RESTClient ─► Kubelet (kubelet.py): Node + Lease, pods informer, PLEG, pod workers
+    --container-runtime-endpoint ─► RuntimeClient (CRI over gRPC: containerd, or the fake runtime)
+    events ─► core/v1 Events from source component "kubelet", host <node>
+    --healthz-port ─► /healthz
+
+Usage rules: the kubeconfig is read before anything starts, so a mistake is a one-line error
+(`KubeletSetupError`); an unreachable runtime or apiserver is waited for, not fatal, as in kube.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import logging
+
+from minikube_py.client.events import EventBroadcaster
+from minikube_py.client.healthz import HealthServer
+from minikube_py.client.kubeconfig import ConfigError as KubeconfigError
+from minikube_py.client.kubeconfig import load_kubeconfig, user_agent
+from minikube_py.client.rest import RESTClient
+from minikube_py.kubelet.config import KubeletConfig
+from minikube_py.kubelet.cri.client import RuntimeClient
+from minikube_py.kubelet.kubelet import Kubelet
+
+log = logging.getLogger("mkpy.kubelet")
+
+
+class KubeletSetupError(Exception):
+    """The kubelet cannot start: a bad kubeconfig, a port in use."""
+
+
+async def run(config: KubeletConfig) -> None:
+    try:
+        client_config = load_kubeconfig(config.kubeconfig or None)
+    except KubeconfigError as error:
+        raise KubeletSetupError(str(error)) from None
+    client_config = dataclasses.replace(client_config, user_agent=user_agent("kubelet"))
+    config.pods_dir.mkdir(parents=True, exist_ok=True)
+    config.pod_logs_dir.mkdir(parents=True, exist_ok=True)
+    health = HealthServer("127.0.0.1", config.healthz_port)
+    async with RESTClient(client_config) as client:
+        runtime = RuntimeClient(config.container_runtime_endpoint)
+        broadcaster = EventBroadcaster(client)
+        kubelet = Kubelet(config, client, runtime, broadcaster.new_core_recorder("kubelet", config.node_name))
+        if config.healthz_port:
+            try:
+                await health.start()
+            except OSError as error:
+                raise KubeletSetupError(f"cannot serve /healthz on 127.0.0.1:{config.healthz_port}: "
+                                        f"{error.strerror or error}") from None
+        broadcaster.start_recording_to_sink()
+        try:
+            await kubelet.run()
+        finally:
+            await health.stop()
+            with contextlib.suppress(Exception):
+                await broadcaster.shutdown()
+            await runtime.close()

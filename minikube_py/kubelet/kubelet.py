@@ -1,0 +1,270 @@
+"""The kubelet's main loop (kube's `kubelet.go`): from the pods bound to this node to syncs of each pod.
+
+    pods informer (spec.nodeName=<node>) ──┐
+    PLEG: relist the runtime every 1 s ────┼──► PodWorkers.update(uid) ──► sync_pod(uid)
+    periodic resync, back-offs ending ─────┘                                 │
+                                                    RuntimeManager.sync_pod / kill_pod (kuberuntime.py)
+                                                                             │
+                                               pod status from the runtime (podstatus.py) ──► PATCH pods/status
+
+`sync_pod` is the one place where a pod's fate is decided:
+* deleted from the API (or found in the runtime after a restart without a pod): stop and remove everything;
+* being deleted (`deletionTimestamp`): stop the containers within the grace period, report their final
+  status, then delete the pod object for good (grace 0, with the uid as precondition) and clean up;
+* Succeeded or Failed: make sure nothing runs any more;
+* otherwise: one step of `RuntimeManager.sync_pod`, then the status, patched only when it changed.
+
+Usage rules: `run()` registers the Node, then runs until cancelled. A restarted kubelet adopts running pods: the
+runtime's labels name them, so nothing is restarted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from typing import Any
+
+from minikube_py.api.timestamps import parse_time
+from minikube_py.client import errors as api_errors
+from minikube_py.client import resources
+from minikube_py.client.events import CoreEventRecorder, object_reference
+from minikube_py.client.informer import FuncHandler, SharedInformerFactory
+from minikube_py.client.rest import RESTClient
+from minikube_py.kubelet import nodestatus, podstatus, runtimestate
+from minikube_py.kubelet.config import KubeletConfig
+from minikube_py.kubelet.cri import api_pb2 as cri
+from minikube_py.kubelet.cri.client import RuntimeClient
+from minikube_py.kubelet.cri.errors import CRIError
+from minikube_py.kubelet.kuberuntime import RuntimeManager, SyncResult
+from minikube_py.kubelet.node import NodeAgent
+from minikube_py.kubelet.podworkers import PodWorkers, SyncOutcome
+from minikube_py.kubelet.volumes import VolumeManager
+
+log = logging.getLogger("mkpy.kubelet")
+
+RUNTIME_RETRY = 1.0  # seconds between attempts to reach the runtime at start
+MAX_REPORTED_IMAGES = 50  # kube's --node-status-max-images
+
+
+class Kubelet:
+    def __init__(self, config: KubeletConfig, client: RESTClient, runtime: RuntimeClient,
+                 recorder: CoreEventRecorder) -> None:
+        self.config = config
+        self.client = client
+        self.runtime = runtime
+        self._recorder = recorder
+        self.pods: dict[str, dict[str, Any]] = {}  # uid -> the pod as the API last said
+        self.runtime_name = "containerd"
+        self._runtime_error = "container runtime status check may not have completed yet"
+        self.volumes = VolumeManager(config.pods_dir, self.get_object, self.request_token, self.allocatable)
+        self.manager = RuntimeManager(runtime, config, self.volumes, self.get_object, self, self.allocatable)
+        self.workers = PodWorkers(self.sync_pod)
+        self.node = NodeAgent(client, config, self.observe)
+        self.informers = SharedInformerFactory(client)
+        self._fingerprints: dict[str, tuple[Any, ...]] = {}
+        self._termination_messages: dict[str, str] = {}  # container id -> message
+
+    # -- running ------------------------------------------------------------------------------------------
+
+    async def run(self) -> None:
+        await self._wait_for_runtime()
+        await self.node.register()
+        pods = self.informers.informer_for(resources.PODS, field_selector=f"spec.nodeName={self.config.node_name}")
+        pods.add_event_handler(FuncHandler(on_add=self._pod_changed, on_update=lambda old, new: self._pod_changed(new),
+                                           on_delete=self._pod_deleted))
+        self.informers.start()
+        try:
+            await self.informers.wait_for_cache_sync()
+            log.info("node %s: watching its pods; runtime %s", self.config.node_name, self.runtime_name)
+            async with asyncio.TaskGroup() as group:
+                group.create_task(self.node.run())
+                group.create_task(self._relist_loop())
+        finally:
+            await self.workers.stop()
+            await self.informers.stop()
+
+    async def _wait_for_runtime(self) -> None:
+        while True:
+            try:
+                version = await self.runtime.version()
+                self.runtime_name = version.runtime_name
+                return
+            except CRIError as error:
+                log.warning("container runtime not reachable yet: %s", error)
+                await asyncio.sleep(RUNTIME_RETRY)
+
+    def _pod_changed(self, pod: dict[str, Any], *_: Any) -> None:
+        uid = pod["metadata"]["uid"]
+        self.pods[uid] = pod
+        self.workers.update(uid)
+
+    def _pod_deleted(self, pod: Any) -> None:
+        obj = getattr(pod, "obj", pod)  # DeletedFinalStateUnknown carries the last known object
+        uid = (obj.get("metadata") or {}).get("uid", "")
+        self.pods.pop(uid, None)
+        self.workers.update(uid)
+
+    async def _relist_loop(self) -> None:
+        """The PLEG: list the runtime, wake the worker of every pod whose sandboxes or containers changed
+        (including pods the API no longer has); resync every pod every `sync_frequency`."""
+        last_resync = time.monotonic()
+        while True:
+            try:
+                await self._relist()
+            except CRIError as error:
+                log.warning("relisting the runtime failed: %s", error)
+            if time.monotonic() - last_resync >= self.config.sync_frequency:
+                last_resync = time.monotonic()
+                for uid in list(self.pods):
+                    self.workers.update(uid)
+            await asyncio.sleep(self.config.relist_period)
+
+    async def _relist(self) -> None:
+        seen: dict[str, list[tuple[str, int]]] = {}
+        for sandbox in await self.runtime.list_pod_sandbox():
+            uid = sandbox.labels.get(runtimestate.POD_UID_LABEL)
+            if uid:
+                seen.setdefault(uid, []).append((sandbox.id, sandbox.state))
+        for container in await self.runtime.list_containers():
+            uid = container.labels.get(runtimestate.POD_UID_LABEL)
+            if uid:
+                seen.setdefault(uid, []).append((container.id, 10 + container.state))
+        fingerprints = {uid: tuple(sorted(items)) for uid, items in seen.items()}
+        for uid in fingerprints.keys() | self._fingerprints.keys():
+            if fingerprints.get(uid) != self._fingerprints.get(uid):
+                self.workers.update(uid)
+        self._fingerprints = fingerprints
+
+    # -- one pod ------------------------------------------------------------------------------------------
+
+    async def sync_pod(self, uid: str) -> SyncOutcome:
+        pod = self.pods.get(uid)
+        try:
+            state = await runtimestate.pod_state(self.runtime, uid)
+        except CRIError as error:
+            log.warning("reading pod %s from the runtime: %s", uid, error)
+            return SyncOutcome(retry_in=2.0)
+        if pod is None:
+            return await self._clean_up(None, state)
+        meta = pod["metadata"]
+        if meta.get("deletionTimestamp"):
+            await self.manager.kill_pod(pod, state, int(meta.get("deletionGracePeriodSeconds") or 0))
+            state = await runtimestate.pod_state(self.runtime, uid)
+            await self._update_status(pod, state, SyncResult())
+            try:
+                await self.client.delete(resources.PODS, meta["name"], meta.get("namespace"), grace_period_seconds=0,
+                                         preconditions={"uid": uid})
+            except (api_errors.NotFound, api_errors.Conflict):
+                pass
+            return await self._clean_up(pod, state)
+        if (pod.get("status") or {}).get("phase") in podstatus.TERMINAL_PHASES:
+            if any(c.running for c in state.containers) or any(s.ready for s in state.sandboxes):
+                await self.manager.kill_pod(pod, state, _grace(pod))
+            return SyncOutcome()
+        result = await self.manager.sync_pod(pod, state)
+        state = await runtimestate.pod_state(self.runtime, uid)
+        status = await self._update_status(pod, state, result)
+        if status.get("phase") in podstatus.TERMINAL_PHASES:
+            await self.manager.kill_pod(pod, state, _grace(pod))
+        await self.manager.prune_dead_containers(state)
+        return SyncOutcome(retry_in=result.retry_in)
+
+    async def _clean_up(self, pod: dict[str, Any] | None, state: runtimestate.PodState) -> SyncOutcome:
+        await self.manager.kill_pod(pod, state, 0)
+        await self.manager.remove_pod(state)
+        self.volumes.tear_down(state.uid)
+        self.manager.crash_backoff.forget(state.uid)
+        self.manager.image_backoff.forget(state.uid)
+        for container in state.containers:
+            self._termination_messages.pop(container.id, None)
+        return SyncOutcome(finished=True)
+
+    async def _update_status(self, pod: dict[str, Any], state: runtimestate.PodState,
+                             result: SyncResult) -> dict[str, Any]:
+        inputs = podstatus.PodStatusInputs(state=state, waiting=result.waiting, node_ip=self._node_ip(),
+                                           runtime_name=self.runtime_name, failed=result.failed,
+                                           termination_messages=self._read_termination_messages(state))
+        status = podstatus.pod_status(pod, inputs)
+        if podstatus.status_changed(pod.get("status") or {}, status):
+            meta = pod["metadata"]
+            try:
+                updated = await self.client.patch(resources.PODS, meta["name"], {"status": status},
+                                                  meta.get("namespace"), subresource="status")
+                if meta["uid"] in self.pods:
+                    self.pods[meta["uid"]] = updated
+            except api_errors.NotFound:
+                pass
+            except (api_errors.APIStatusError, OSError) as error:
+                log.warning("updating the status of pod %s: %s", meta["name"], error)
+        return status
+
+    def _read_termination_messages(self, state: runtimestate.PodState) -> dict[str, str]:
+        for container in state.containers:
+            if container.exited and container.id not in self._termination_messages:
+                path = self.volumes.pod_dir(state.uid) / "containers" / container.name / str(container.restart_count)
+                try:
+                    self._termination_messages[container.id] = path.read_text(errors="replace")[:4096]
+                except OSError:
+                    self._termination_messages[container.id] = ""
+        return self._termination_messages
+
+    # -- what the pieces ask of the kubelet ---------------------------------------------------------------
+
+    def event(self, pod: dict[str, Any], type: str, reason: str, message: str, container: str | None = None) -> None:
+        reference = object_reference(pod)
+        if container is not None:
+            reference["fieldPath"] = f"spec.containers{{{container}}}"
+        self._recorder.event(reference, type, reason, message)
+
+    async def get_object(self, kind: str, namespace: str, name: str) -> dict[str, Any] | None:
+        resource = resources.CONFIGMAPS if kind == "configmaps" else resources.SECRETS
+        try:
+            return await self.client.get(resource, name, namespace)
+        except api_errors.NotFound:
+            return None
+        except api_errors.Forbidden:
+            return None  # the node authorizer refuses objects no pod of this node references
+
+    async def request_token(self, namespace: str, account: str, audiences: list[str], seconds: int,
+                            pod_name: str, pod_uid: str) -> tuple[str, float]:
+        body = {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
+                "spec": {"audiences": audiences, "expirationSeconds": seconds,
+                         "boundObjectRef": {"apiVersion": "v1", "kind": "Pod", "name": pod_name, "uid": pod_uid}}}
+        response = await self.client.create(resources.SERVICE_ACCOUNTS, body, namespace, subresource="token",
+                                            name=account)
+        status = response.get("status") or {}
+        return status.get("token", ""), parse_time(status["expirationTimestamp"]).timestamp()
+
+    def allocatable(self) -> dict[str, str]:
+        return nodestatus.allocatable(self.config, self.node.machine)
+
+    def _node_ip(self) -> str:
+        return self.config.node_ip or "127.0.0.1"
+
+    async def observe(self) -> nodestatus.Observed:
+        """What the Node's status is computed from: the runtime's health, version and images."""
+        observed = nodestatus.Observed(node_ip=self._node_ip(), kubelet_port=self.config.port)
+        try:
+            version = await self.runtime.version()
+            observed.runtime_version = f"{version.runtime_name}://{version.runtime_version}"
+            status = await self.runtime.status()
+            not_ready = [c for c in status.status.conditions if not c.status]
+            if not_ready:
+                observed.runtime_error = "container runtime not ready: " + ", ".join(
+                    f"{c.type}=false reason:{c.reason} message:{c.message}" for c in not_ready)
+            images = await self.runtime.list_images()
+            observed.images = _reported_images(images)
+            self._runtime_error = observed.runtime_error
+        except CRIError as error:
+            observed.runtime_error = f"container runtime is down: {error}"
+        return observed
+
+
+def _reported_images(images: list[cri.Image]) -> list[dict[str, Any]]:
+    ordered = sorted(images, key=lambda image: image.size, reverse=True)[:MAX_REPORTED_IMAGES]
+    return [{"names": list(image.repo_digests) + list(image.repo_tags), "sizeBytes": image.size} for image in ordered]
+
+
+def _grace(pod: dict[str, Any]) -> int:
+    return int((pod.get("spec") or {}).get("terminationGracePeriodSeconds", 30))

@@ -1,0 +1,140 @@
+"""Registering the Node and keeping it alive: the Node's status and the node Lease (kube's
+`kubelet_node_status.go` and `nodelease` controller).
+
+Two heartbeats, as in kube since 1.17:
+
+* the **Lease** `kube-node-lease/<node>` is renewed every `lease duration / 4` (10 s): a cheap write the node
+  lifecycle controller watches to tell a live node from a dead one;
+* the **Node status** is computed every `--node-status-update-frequency` (10 s) and patched only when it
+  changed, or when `--node-status-report-frequency` (1 min) has passed since the last report.
+
+Usage rules: `register()` returns once the Node exists (created by this kubelet or adopted from an earlier run of
+it; labels the kubelet owns are reconciled then); `run()` keeps both heartbeats going until cancelled. API errors
+in a heartbeat are logged and retried on the next tick; they never stop the kubelet.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from minikube_py.api.timestamps import micro_time_string, time_string
+from minikube_py.client import errors as api_errors
+from minikube_py.client import resources
+from minikube_py.client.rest import RESTClient
+from minikube_py.kubelet import nodestatus
+from minikube_py.kubelet.config import KubeletConfig
+
+log = logging.getLogger("mkpy.kubelet.node")
+
+NODE_LEASE_NAMESPACE = "kube-node-lease"
+REGISTER_RETRY = 1.0  # seconds between attempts to register (kube starts at 100 ms and backs off to 7 s)
+
+
+class NodeAgent:
+    """One node's registration, status and Lease. `observe` gathers what the status is computed from."""
+
+    def __init__(self, client: RESTClient, config: KubeletConfig,
+                 observe: Callable[[], Awaitable[nodestatus.Observed]]) -> None:
+        self._client = client
+        self._config = config
+        self._observe = observe
+        self.machine = nodestatus.machine_info(config)
+        self._reported: dict[str, Any] | None = None
+        self._reported_at = 0.0
+        self.node_uid = ""
+
+    @property
+    def name(self) -> str:
+        return self._config.node_name
+
+    async def register(self) -> dict[str, Any]:
+        """Create the Node, or adopt the one a previous run of this kubelet created."""
+        while True:
+            observed = await self._observe()
+            node = nodestatus.initial_node(self._config, self.machine, observed, time_string())
+            try:
+                created = await self._client.create(resources.NODES, node)
+                log.info("registered node %s", self.name)
+                return self._remember(created)
+            except api_errors.AlreadyExists:
+                try:
+                    return self._remember(await self._reconcile_existing(node))
+                except api_errors.APIStatusError as error:
+                    log.warning("cannot update the existing node %s: %s", self.name, error)
+            except (api_errors.APIStatusError, OSError) as error:
+                log.warning("cannot register node %s: %s; retrying", self.name, error)
+            await asyncio.sleep(REGISTER_RETRY)
+
+    async def run(self) -> None:
+        async with asyncio.TaskGroup() as group:
+            group.create_task(self._status_loop())
+            group.create_task(self._lease_loop())
+
+    async def update_status(self, force: bool = False) -> bool:
+        """Compute the status and patch it if it changed (or `force`, or a report is due); whether it patched."""
+        observed = await self._observe()
+        status = nodestatus.node_status(self._config, self.machine, observed, self._reported, time_string())
+        due = time.monotonic() - self._reported_at >= self._config.node_status_report_frequency
+        if not (force or due or nodestatus.status_changed(self._reported, status)):
+            return False
+        # A merge patch replaces lists whole: conditions, addresses and images are always sent complete.
+        node = await self._client.patch(resources.NODES, self.name, {"status": status}, subresource="status")
+        self._remember(node)
+        return True
+
+    async def _reconcile_existing(self, wanted: dict[str, Any]) -> dict[str, Any]:
+        """Re-registration after a restart: keep the Node (its uid, what others set) but bring the labels the
+        kubelet owns and the podCIDR up to date, as kube's `reconcileExistingNode` does."""
+        existing = await self._client.get(resources.NODES, self.name)
+        labels = (existing.get("metadata") or {}).get("labels") or {}
+        patch: dict[str, Any] = {}
+        wanted_labels = wanted["metadata"]["labels"]
+        if any(labels.get(key) != value for key, value in wanted_labels.items()):
+            patch["metadata"] = {"labels": wanted_labels}
+        if self._config.pod_cidr and not (existing.get("spec") or {}).get("podCIDR"):
+            patch["spec"] = {"podCIDR": self._config.pod_cidr, "podCIDRs": [self._config.pod_cidr]}
+        if patch:
+            existing = await self._client.patch(resources.NODES, self.name, patch)
+        log.info("node %s was already registered; adopted it", self.name)
+        return existing
+
+    def _remember(self, node: dict[str, Any]) -> dict[str, Any]:
+        self.node_uid = (node.get("metadata") or {}).get("uid", "")
+        self._reported = node.get("status") or {}
+        self._reported_at = time.monotonic()
+        return node
+
+    async def _status_loop(self) -> None:
+        while True:
+            await asyncio.sleep(self._config.node_status_update_frequency)
+            try:
+                await self.update_status()
+            except (api_errors.APIStatusError, OSError) as error:
+                log.warning("cannot update node status: %s", error)
+
+    async def _lease_loop(self) -> None:
+        interval = self._config.node_lease_duration_seconds / 4
+        while True:
+            try:
+                await self.renew_lease()
+            except (api_errors.APIStatusError, OSError) as error:
+                log.warning("cannot renew the node lease: %s", error)
+            await asyncio.sleep(interval)
+
+    async def renew_lease(self) -> dict[str, Any]:
+        """Create or renew `kube-node-lease/<node>`, owned by the Node so it goes when the Node does."""
+        spec = {"holderIdentity": self.name, "leaseDurationSeconds": self._config.node_lease_duration_seconds,
+                "renewTime": micro_time_string()}
+        try:
+            return await self._client.patch(resources.LEASES, self.name, {"spec": spec}, NODE_LEASE_NAMESPACE)
+        except api_errors.NotFound:
+            lease = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+                     "metadata": {"name": self.name, "namespace": NODE_LEASE_NAMESPACE,
+                                  "ownerReferences": [{"apiVersion": "v1", "kind": "Node", "name": self.name,
+                                                       "uid": self.node_uid}]},
+                     "spec": spec}
+            return await self._client.create(resources.LEASES, lease, NODE_LEASE_NAMESPACE)

@@ -1,0 +1,278 @@
+"""The pod lifecycle on a simulated node: a real apiserver, `mkpy kubelet` and `mkpy fake-cri` processes.
+
+The fake runtime's containers run without processes; pod annotations script them
+(`fake.cri.mkpy.dev/exit-code.<container>`, `run-seconds`, `start-error`), so every path of the kubelet's
+sync loop (exits, restarts, back-off, init containers, image and config errors, deletion) is exercised as
+it would be on containerd.
+"""
+
+from __future__ import annotations
+
+import base64
+import time
+from typing import Any
+
+import httpx
+
+from tests.kubelet.nodes import FakeNode, eventually
+
+FAKE = "fake.cri.mkpy.dev/"
+
+
+def make_pod(name: str, node: str = "sim-1", containers: list[dict[str, Any]] | None = None,
+             annotations: dict[str, str] | None = None, **spec: Any) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "annotations": annotations or {}},
+            "spec": {"nodeName": node, "terminationGracePeriodSeconds": 1,
+                     "containers": containers or [{"name": "main", "image": "busybox"}], **spec}}
+
+
+def create(api: httpx.Client, namespace: str, pod: dict[str, Any]) -> dict[str, Any]:
+    response = api.post(f"/api/v1/namespaces/{namespace}/pods", json=pod)
+    assert response.status_code == 201, response.text
+    return response.json()
+
+
+def get(api: httpx.Client, namespace: str, name: str) -> dict[str, Any]:
+    response = api.get(f"/api/v1/namespaces/{namespace}/pods/{name}")
+    assert response.status_code == 200, response.text
+    return response.json()
+
+
+def wait_phase(api: httpx.Client, namespace: str, name: str, phase: str, timeout: float = 15) -> dict[str, Any]:
+    def check() -> dict[str, Any] | None:
+        pod = get(api, namespace, name)
+        return pod if pod["status"].get("phase") == phase else None
+    return eventually(check, timeout, message=f"pod {name} to be {phase}")
+
+
+def container_status(pod: dict[str, Any], name: str = "main", init: bool = False) -> dict[str, Any]:
+    key = "initContainerStatuses" if init else "containerStatuses"
+    return next(s for s in pod["status"].get(key) or [] if s["name"] == name)
+
+
+def wait_waiting(api: httpx.Client, namespace: str, name: str, reason: str, timeout: float = 15,
+                 container: str = "main") -> dict[str, Any]:
+    def check() -> dict[str, Any] | None:
+        pod = get(api, namespace, name)
+        statuses = pod["status"].get("containerStatuses") or []
+        status = next((s for s in statuses if s["name"] == container), None)
+        waiting = (status or {}).get("state", {}).get("waiting") or {}
+        return waiting if waiting.get("reason") == reason else None
+    return eventually(check, timeout, message=f"container {container} of {name} waiting with {reason}")
+
+
+def events(api: httpx.Client, namespace: str, name: str) -> list[dict[str, Any]]:
+    response = api.get(f"/api/v1/namespaces/{namespace}/events",
+                       params={"fieldSelector": f"involvedObject.name={name}"})
+    return response.json()["items"]
+
+
+def test_node_registers_with_capacity_conditions_and_a_lease(api: httpx.Client, fake_node: FakeNode) -> None:
+    node = api.get(f"/api/v1/nodes/{fake_node.name}").json()
+    labels = node["metadata"]["labels"]
+    assert labels["kubernetes.io/hostname"] == fake_node.name
+    assert labels["kubernetes.io/os"] == "linux"
+    assert node["spec"]["podCIDR"] == fake_node.pod_cidr
+    status = node["status"]
+    assert set(status["capacity"]) >= {"cpu", "memory", "pods", "ephemeral-storage"}
+    assert status["capacity"]["pods"] == "110"
+    assert [c["type"] for c in status["conditions"]] == ["MemoryPressure", "DiskPressure", "PIDPressure", "Ready"]
+    assert status["nodeInfo"]["containerRuntimeVersion"].startswith("fake://")
+    assert status["nodeInfo"]["kubeletVersion"].startswith("v1.32")
+    assert {"type": "Hostname", "address": fake_node.name} in status["addresses"]
+    assert any("docker.io/library/busybox:latest" in image["names"] for image in status["images"])
+    lease = api.get(f"/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/{fake_node.name}").json()
+    assert lease["spec"]["holderIdentity"] == fake_node.name
+    assert lease["spec"]["leaseDurationSeconds"] == 40
+    assert lease["metadata"]["ownerReferences"][0]["uid"] == node["metadata"]["uid"]
+    first_renewal = lease["spec"]["renewTime"]
+    # The heartbeat: the Ready condition's lastHeartbeatTime moves (status every 1 s in these tests).
+    heartbeat = status["conditions"][-1]["lastHeartbeatTime"]
+    eventually(lambda: api.get(f"/api/v1/nodes/{fake_node.name}").json()["status"]["conditions"][-1]
+               ["lastHeartbeatTime"] != heartbeat, 70, interval=0.5, message="a newer node heartbeat")
+    assert first_renewal
+
+
+def test_running_pod_reports_ips_conditions_and_events(api: httpx.Client, namespace: str,
+                                                       fake_node: FakeNode) -> None:
+    create(api, namespace, make_pod("web"))
+    pod = wait_phase(api, namespace, "web", "Running")
+    status = pod["status"]
+    assert status["podIP"].startswith("10.244.1.")
+    assert status["hostIP"] == "127.0.0.1"
+    assert status["qosClass"] == "BestEffort"
+    conditions = {c["type"]: c["status"] for c in status["conditions"]}
+    assert conditions == {"PodScheduled": "True", "PodReadyToStartContainers": "True", "Initialized": "True",
+                          "ContainersReady": "True", "Ready": "True"}
+    main = container_status(pod)
+    assert main["ready"] and main["started"] and main["restartCount"] == 0
+    assert main["containerID"].startswith("fake://")
+    assert "running" in main["state"]
+    reasons = eventually(lambda: {e["reason"] for e in events(api, namespace, "web")} >= {"Pulled", "Created", "Started"}
+                         and {e["reason"] for e in events(api, namespace, "web")}, message="kubelet events")
+    assert "Started" in reasons
+    started = next(e for e in events(api, namespace, "web") if e["reason"] == "Started")
+    assert started["source"] == {"component": "kubelet", "host": fake_node.name}
+    assert started["involvedObject"]["fieldPath"] == "spec.containers{main}"
+
+
+def test_exit_codes_decide_the_phase(api: httpx.Client, namespace: str, fake_node: FakeNode) -> None:
+    create(api, namespace, make_pod("ok", restartPolicy="Never", annotations={f"{FAKE}exit-code.main": "0"}))
+    create(api, namespace, make_pod("bad", restartPolicy="Never", annotations={f"{FAKE}exit-code.main": "3"}))
+    create(api, namespace, make_pod("once", restartPolicy="OnFailure", annotations={f"{FAKE}exit-code.main": "0"}))
+    ok = wait_phase(api, namespace, "ok", "Succeeded")
+    terminated = container_status(ok)["state"]["terminated"]
+    assert terminated["exitCode"] == 0 and terminated["reason"] == "Completed"
+    ready = {c["type"]: c for c in ok["status"]["conditions"]}["Ready"]
+    assert ready["status"] == "False" and ready["reason"] == "PodCompleted"
+    bad = wait_phase(api, namespace, "bad", "Failed")
+    terminated = container_status(bad)["state"]["terminated"]
+    assert terminated["exitCode"] == 3 and terminated["reason"] == "Error"
+    once = wait_phase(api, namespace, "once", "Succeeded")
+    assert container_status(once)["restartCount"] == 0
+
+
+def test_crashing_container_restarts_with_crash_loop_back_off(api: httpx.Client, namespace: str,
+                                                              fake_node: FakeNode) -> None:
+    create(api, namespace, make_pod("crash", annotations={f"{FAKE}exit-code.main": "1",
+                                                          f"{FAKE}run-seconds.main": "0.2"}))
+    # First crash: restarted at once; second crash: 10 s of CrashLoopBackOff before the next start.
+    waiting = wait_waiting(api, namespace, "crash", "CrashLoopBackOff", timeout=20)
+    assert waiting["message"].startswith("back-off 10s restarting failed container=main pod=crash_")
+    pod = get(api, namespace, "crash")
+    main = container_status(pod)
+    assert main["restartCount"] == 1
+    assert main["lastState"]["terminated"]["exitCode"] == 1
+    assert pod["status"]["phase"] == "Running"
+    began = time.monotonic()
+    eventually(lambda: container_status(get(api, namespace, "crash"))["restartCount"] >= 2, 20,
+               message="the restart after the back-off")
+    assert time.monotonic() - began > 5  # it waited for the back-off rather than restarting at once
+    assert any(e["reason"] == "BackOff" for e in events(api, namespace, "crash"))
+
+
+def test_init_containers_run_in_order_before_the_app(api: httpx.Client, namespace: str,
+                                                     fake_node: FakeNode) -> None:
+    pod = make_pod("init", annotations={f"{FAKE}exit-code.first": "0", f"{FAKE}run-seconds.first": "0.5",
+                                        f"{FAKE}exit-code.second": "0", f"{FAKE}run-seconds.second": "0.5"},
+                   initContainers=[{"name": "first", "image": "busybox"}, {"name": "second", "image": "busybox"}])
+    create(api, namespace, pod)
+    seen = eventually(lambda: _init_progress(get(api, namespace, "init")), 10, message="the first init running")
+    assert seen == "first"
+    running = wait_phase(api, namespace, "init", "Running")
+    first = container_status(running, "first", init=True)["state"]["terminated"]
+    second = container_status(running, "second", init=True)["state"]["terminated"]
+    app = container_status(running)["state"]["running"]
+    assert first["finishedAt"] <= second["startedAt"] and second["finishedAt"] <= app["startedAt"]
+
+
+def _init_progress(pod: dict[str, Any]) -> str | None:
+    for status in pod["status"].get("initContainerStatuses") or []:
+        if "running" in status["state"]:
+            assert all("waiting" in s["state"] for s in pod["status"]["containerStatuses"])
+            return str(status["name"])
+    return None
+
+
+def test_failed_init_container_fails_a_never_restart_pod(api: httpx.Client, namespace: str,
+                                                         fake_node: FakeNode) -> None:
+    create(api, namespace, make_pod("init-fail", restartPolicy="Never",
+                                    annotations={f"{FAKE}exit-code.setup": "2"},
+                                    initContainers=[{"name": "setup", "image": "busybox"}]))
+    pod = wait_phase(api, namespace, "init-fail", "Failed")
+    assert container_status(pod, "setup", init=True)["state"]["terminated"]["exitCode"] == 2
+    assert "running" not in container_status(pod)["state"]
+
+
+def test_missing_image_is_err_image_pull_then_image_pull_back_off(api: httpx.Client, namespace: str,
+                                                                  fake_node: FakeNode) -> None:
+    image = "registry.example.invalid/team/app:1.0"
+    create(api, namespace, make_pod("noimage", containers=[{"name": "main", "image": image}]))
+    waiting = wait_waiting(api, namespace, "noimage", "ErrImagePull")
+    assert image in waiting["message"] and "mkpy image load" in waiting["message"]
+    wait_waiting(api, namespace, "noimage", "ImagePullBackOff")
+    failed = [e["message"] for e in events(api, namespace, "noimage") if e["reason"] == "Failed"]
+    assert any(f'Failed to pull image "{image}"' in message for message in failed)
+    assert get(api, namespace, "noimage")["status"]["phase"] == "Pending"
+
+
+def test_image_never_pulled_with_policy_never(api: httpx.Client, namespace: str, fake_node: FakeNode) -> None:
+    create(api, namespace, make_pod("never", containers=[{"name": "main", "image": "example.com/app:2",
+                                                          "imagePullPolicy": "Never"}]))
+    waiting = wait_waiting(api, namespace, "never", "ErrImageNeverPull")
+    assert waiting["message"] == 'Container image "example.com/app:2" is not present with pull policy of Never'
+
+
+def test_missing_config_map_key_is_create_container_config_error(api: httpx.Client, namespace: str,
+                                                                 fake_node: FakeNode) -> None:
+    container = {"name": "main", "image": "busybox",
+                 "env": [{"name": "MODE", "valueFrom": {"configMapKeyRef": {"name": "settings", "key": "mode"}}}]}
+    create(api, namespace, make_pod("cfg", containers=[container]))
+    waiting = wait_waiting(api, namespace, "cfg", "CreateContainerConfigError")
+    assert waiting["message"] == 'configmap "settings" not found'
+    api.post(f"/api/v1/namespaces/{namespace}/configmaps",
+             json={"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "settings"}, "data": {"x": "1"}})
+    eventually(lambda: (w := _waiting(get(api, namespace, "cfg"))) and "couldn't find key mode" in w.get("message", ""),
+               15, message="the missing key named")
+    assert _waiting(get(api, namespace, "cfg"))["message"] == f"couldn't find key mode in ConfigMap {namespace}/settings"
+    api.patch(f"/api/v1/namespaces/{namespace}/configmaps/settings", json={"data": {"mode": "fast"}},
+              headers={"Content-Type": "application/merge-patch+json"})
+    wait_phase(api, namespace, "cfg", "Running")
+
+
+def _waiting(pod: dict[str, Any]) -> dict[str, Any]:
+    statuses = pod["status"].get("containerStatuses") or []
+    return (statuses[0]["state"].get("waiting") or {}) if statuses else {}
+
+
+def test_start_failure_is_run_container_error(api: httpx.Client, namespace: str, fake_node: FakeNode) -> None:
+    create(api, namespace, make_pod("nostart", restartPolicy="Never",
+                                    annotations={f"{FAKE}start-error.main": 'exec: "nosuchcmd": executable file '
+                                                                            "not found in $PATH"}))
+    def failed() -> bool:
+        pod = get(api, namespace, "nostart")
+        return any(e["reason"] == "Failed" and "nosuchcmd" in e["message"] for e in events(api, namespace, "nostart")) \
+            and pod["status"]["phase"] in ("Pending", "Failed")
+    eventually(failed, 15, message="the start failure reported")
+
+
+def test_graceful_delete_stops_containers_and_removes_the_pod(api: httpx.Client, namespace: str,
+                                                              fake_node: FakeNode) -> None:
+    create(api, namespace, make_pod("gone"))
+    wait_phase(api, namespace, "gone", "Running")
+    response = api.delete(f"/api/v1/namespaces/{namespace}/pods/gone")
+    assert response.status_code == 200
+    assert response.json()["metadata"]["deletionTimestamp"]
+    eventually(lambda: api.get(f"/api/v1/namespaces/{namespace}/pods/gone").status_code == 404, 15,
+               message="the kubelet to delete the pod for good")
+    reasons = [e["reason"] for e in events(api, namespace, "gone")]
+    assert "Killing" in reasons
+
+
+def test_config_map_and_secret_volumes_are_written_and_updated_live(api: httpx.Client, namespace: str,
+                                                                    fake_node: FakeNode) -> None:
+    api.post(f"/api/v1/namespaces/{namespace}/configmaps",
+             json={"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "app"}, "data": {"greeting": "hello"}})
+    api.post(f"/api/v1/namespaces/{namespace}/secrets",
+             json={"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "creds"},
+                   "data": {"password": base64.b64encode(b"s3cret").decode()}})
+    volumes = [{"name": "config", "configMap": {"name": "app"}}, {"name": "creds", "secret": {"secretName": "creds"}},
+               {"name": "info", "downwardAPI": {"items": [{"path": "labels",
+                                                            "fieldRef": {"fieldPath": "metadata.labels"}}]}},
+               {"name": "scratch", "emptyDir": {}}]
+    pod = make_pod("vols", volumes=volumes)
+    pod["metadata"]["labels"] = {"app": "vols"}
+    uid = create(api, namespace, pod)["metadata"]["uid"]
+    wait_phase(api, namespace, "vols", "Running")
+    base = fake_node.dir / "kubelet" / "pods" / uid / "volumes"
+    assert (base / "kubernetes.io~configmap" / "config" / "greeting").read_text() == "hello"
+    assert (base / "kubernetes.io~secret" / "creds" / "password").read_bytes() == b"s3cret"
+    assert (base / "kubernetes.io~downward-api" / "info" / "labels").read_text() == 'app="vols"'
+    assert (base / "kubernetes.io~empty-dir" / "scratch").is_dir()
+    api.patch(f"/api/v1/namespaces/{namespace}/configmaps/app", json={"data": {"greeting": "bonjour"}},
+              headers={"Content-Type": "application/merge-patch+json"})
+    eventually(lambda: (base / "kubernetes.io~configmap" / "config" / "greeting").read_text() == "bonjour", 20,
+               message="the configMap change in the volume")
+    api.delete(f"/api/v1/namespaces/{namespace}/pods/vols")
+    eventually(lambda: not (fake_node.dir / "kubelet" / "pods" / uid).exists(), 15,
+               message="the pod's volumes removed")
