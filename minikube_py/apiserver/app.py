@@ -23,7 +23,7 @@ from typing import Any
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
-from starlette.routing import Route
+from starlette.routing import BaseRoute, Route
 
 from ..admission.chain import AdmissionChain, enabled_plugins
 from ..api import errors
@@ -46,6 +46,7 @@ from .customresources import CustomResourceController
 from .encryption import with_encryption
 from .handlers import ResourceHandler
 from .namespaces import NamespaceLifecycle
+from .nodeproxy import NodeProxy
 from .openapi import OpenAPIDocuments
 from .options import ServerOptions
 from .registry.allocator import node_port_range, service_ip_range
@@ -240,9 +241,11 @@ class APIServer:
         except Exception:  # any failure to reach etcd is "not healthy", never a 500 traceback
             return False
 
-    def routes(self) -> list[Route]:
-        # resource URLs first: they are nearly all the traffic, and routes are tried in order
+    def routes(self) -> list[BaseRoute]:
+        # resource URLs first: they are nearly all the traffic, and routes are tried in order; the pod and node
+        # subresources a kubelet serves (logs, exec, ..., nodes/proxy) before them
         return [
+            *NodeProxy(self).routes(),
             Route("/api/{rest:path}", self.resources, methods=_METHODS),
             Route("/apis/{rest:path}", self.resources, methods=_METHODS),
             Route("/api", self.api_root), Route("/apis", self.apis_root),

@@ -36,3 +36,7 @@ class ServerOptions:
     encryption_provider_config: str = ""
     audit_policy_file: str = ""
     audit_log_path: str = ""
+    # the apiserver as a client of kubelets (logs, exec, attach, port-forward, nodes/proxy): nodeproxy.py
+    kubelet_client_certificate: str = ""
+    kubelet_client_key: str = ""
+    kubelet_certificate_authority: str = ""  # empty: the kubelet's serving certificate is not verified

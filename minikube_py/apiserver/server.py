@@ -2,40 +2,28 @@
 
 kube-apiserver serves only HTTPS. We do the same with uvicorn's TLS support, asking clients for a
 certificate (`CERT_OPTIONAL`: a bearer token is another way in) and verifying it against `--client-ca-file`.
-ASGI has no standard place for the peer certificate, so a small subclass of uvicorn's HTTP protocol reads
-it once per connection from the TLS transport and hands it to every request on that connection as
-`scope["extensions"]["tls"]["peercert"]`.
+ASGI has no standard place for the peer certificate, so uvicorn runs with the protocol classes of
+`streaming/uvicorn_protocols.py`, which hand it to every request, WebSocket ones too, as
+`scope["extensions"]["tls"]["peercert"]` (and let exec/attach/port-forward take a connection over after
+a SPDY upgrade).
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import ssl
 from typing import Any
 
 import uvicorn
-from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from ..auth.authn import Authenticator
+from ..streaming.uvicorn_protocols import StreamingHttpProtocol, StreamingWebSocketProtocol
 from .app import APIServer, build_app
 from .audit import AuditInitMiddleware, AuditMiddleware, Auditor
 from .authentication import AuthenticationMiddleware
 from .authorization import AuthorizationMiddleware
 from .impersonation import ImpersonationMiddleware
 from .options import ServerOptions
-
-
-class TLSHttpProtocol(HttpToolsProtocol):
-    """uvicorn's httptools protocol, plus the verified client certificate in every request scope."""
-
-    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
-        super().connection_made(transport)
-        self._tls = {"peercert": transport.get_extra_info("peercert")}
-
-    def on_message_begin(self) -> None:
-        super().on_message_begin()
-        self.scope["extensions"] = {"tls": self._tls}  # type: ignore[typeddict-unknown-key]
 
 
 def make_asgi_app(options: ServerOptions, server: APIServer | None = None) -> Any:
@@ -62,7 +50,8 @@ def uvicorn_config(options: ServerOptions, app: Any) -> uvicorn.Config:
         ssl_keyfile=options.tls_private_key_file,
         ssl_ca_certs=options.client_ca_file or None,
         ssl_cert_reqs=ssl.CERT_OPTIONAL if options.client_ca_file else ssl.CERT_NONE,
-        http=TLSHttpProtocol,
+        http=StreamingHttpProtocol,
+        ws=StreamingWebSocketProtocol,
         lifespan="on",
         access_log=False,
         log_level="warning",

@@ -73,10 +73,17 @@ _FILE = click.Path(exists=True, dir_okay=False)
 @click.option("--audit-policy-file", type=_FILE, help="Audit Policy file: what is logged for which request.")
 @click.option("--audit-log-path", type=click.Path(dir_okay=False),
               help="Where audit events are written, one JSON object a line.")
+@click.option("--kubelet-client-certificate", type=_FILE,
+              help="Client certificate (PEM) the apiserver shows kubelets (logs, exec, port-forward).")
+@click.option("--kubelet-client-key", type=_FILE, help="Private key (PEM) of --kubelet-client-certificate.")
+@click.option("--kubelet-certificate-authority", type=_FILE,
+              help="CA that verifies kubelets' serving certificates (default: not verified).")
 def apiserver(**flags: Any) -> None:
     """Run the Kubernetes API server in the foreground."""
     if bool(flags["tls_cert_file"]) != bool(flags["tls_private_key_file"]):
         raise click.UsageError("--tls-cert-file and --tls-private-key-file must be given together")
+    if bool(flags["kubelet_client_certificate"]) != bool(flags["kubelet_client_key"]):
+        raise click.UsageError("--kubelet-client-certificate and --kubelet-client-key must be given together")
     _check_files(flags)
     try:
         enabled_plugins(flags["enable_admission_plugins"], flags["disable_admission_plugins"])

@@ -41,9 +41,13 @@ class Component:
     ready_timeout: float
     argv: Callable[[], list[str]]  # built only when starting: it may need to locate a binary
     probe: Callable[[], Health]
+    # A path its command line always contains, if not the cluster directory (a runtime serving on a short
+    # socket path outside it); how the supervisor tells its process from an unrelated one with a reused pid.
+    marker: str = ""
+    after_start: Callable[[], None] | None = None  # run once it is healthy (e.g. importing images)
 
     def process(self, cluster: Cluster) -> Supervised:
-        return Supervised(self.name, cluster.dir)
+        return Supervised(self.name, cluster.dir, self.marker)
 
 
 def control_plane(cluster: Cluster, advertise_address: str = "") -> list[Component]:
@@ -72,7 +76,7 @@ def control_plane(cluster: Cluster, advertise_address: str = "") -> list[Compone
             ports={"scheduler": ports.scheduler},
             ready_timeout=SCHEDULER_READY_TIMEOUT,
             argv=functools.partial(_scheduler_argv, cluster),
-            probe=functools.partial(probe_https, HOST, ports.scheduler, "/healthz", _unverified_tls_context()),
+            probe=functools.partial(probe_https, HOST, ports.scheduler, "/healthz", unverified_tls_context()),
         ),
     ]
 
@@ -100,6 +104,7 @@ def _apiserver_argv(cluster: Cluster, advertise_address: str) -> list[str]:
     ca_file, _ = cluster.cert_files("ca")
     cert_file, key_file = cluster.cert_files("apiserver")
     sa_key, sa_pub = cluster.service_account_key_files
+    kubelet_client_cert, kubelet_client_key = cluster.cert_files("apiserver-kubelet-client")
     argv = [
         sys.executable, "-m", "minikube_py.cli.main", "apiserver",
         f"--etcd-servers={cluster.etcd_endpoint}",
@@ -113,6 +118,8 @@ def _apiserver_argv(cluster: Cluster, advertise_address: str) -> list[str]:
         f"--service-account-issuer={SERVICE_ACCOUNT_ISSUER}",
         "--authorization-mode=Node,RBAC",  # as kubeadm: kubelets by the Node authorizer, everyone else by RBAC
         "--enable-admission-plugins=NodeRestriction",
+        f"--kubelet-client-certificate={kubelet_client_cert}", f"--kubelet-client-key={kubelet_client_key}",
+        f"--kubelet-certificate-authority={ca_file}",
     ]
     if advertise_address:
         argv.append(f"--advertise-address={advertise_address}")
@@ -141,7 +148,7 @@ def _scheduler_argv(cluster: Cluster) -> list[str]:
 
 
 @functools.lru_cache(maxsize=1)
-def _unverified_tls_context() -> ssl.SSLContext:
+def unverified_tls_context() -> ssl.SSLContext:
     """Components other than the apiserver serve /healthz with a self-signed certificate; like kubeadm's
     liveness probes, the health check does not verify it (it learns nothing secret)."""
     context = ssl.create_default_context()

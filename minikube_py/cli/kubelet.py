@@ -37,7 +37,11 @@ _FILE = click.Path(exists=True, dir_okay=False)
 @click.option("--register-with-taints", default="", help="Taints the Node registers with: key=value:Effect,...")
 @click.option("--cloud-provider", type=click.Choice(["", "external"]), default="",
               help="external: register with the uninitialized taint for the cloud controller manager.")
+@click.option("--address", type=IPAddress(), default="0.0.0.0", help="Address the kubelet API serves on.")
 @click.option("--port", type=click.IntRange(0, 65535), default=10250, help="Kubelet API port (0: off).")
+@click.option("--tls-cert-file", type=_FILE, help="The kubelet API's serving certificate.")
+@click.option("--tls-private-key-file", type=_FILE, help="Private key of --tls-cert-file.")
+@click.option("--client-ca-file", type=_FILE, help="CA that signs the client certificates the API accepts.")
 @click.option("--healthz-port", type=click.IntRange(0, 65535), default=10248, help="/healthz port (0: off).")
 @click.option("--node-status-update-frequency", type=Duration(), default="10s", help="How often the status is computed.")
 @click.option("--sync-frequency", type=Duration(), default="1m", help="How often every pod is re-synced.")
@@ -61,7 +65,9 @@ def kubelet(**flags: Any) -> None:
             pod_cidr=flags["pod_cidr"], node_ip=flags["node_ip"] or "",
             node_labels=parse_labels(flags["node_labels"].split(",")),
             register_with_taints=parse_taints(flags["register_with_taints"].split(",")),
-            cloud_provider=flags["cloud_provider"], port=flags["port"], healthz_port=flags["healthz_port"],
+            cloud_provider=flags["cloud_provider"], address=flags["address"], port=flags["port"],
+            tls_cert_file=flags["tls_cert_file"] or "", tls_private_key_file=flags["tls_private_key_file"] or "",
+            client_ca_file=flags["client_ca_file"] or "", healthz_port=flags["healthz_port"],
             node_status_update_frequency=flags["node_status_update_frequency"],
             sync_frequency=flags["sync_frequency"], max_pods=flags["max_pods"], cgroup_root=flags["cgroup_root"],
             capacity_cpu=flags["capacity_cpu"], capacity_memory=flags["capacity_memory"])

@@ -24,7 +24,7 @@ from rich.console import Console
 
 from minikube_py.apiserver.options import ServerOptions
 from minikube_py.auth import pki
-from minikube_py.cli import kubeconfig
+from minikube_py.cli import kubeconfig, nodes
 from minikube_py.cli.cluster import (
     DEFAULT_NAME,
     Cluster,
@@ -45,6 +45,7 @@ from minikube_py.cli.supervisor import Supervised
 
 ADMIN_USER = "kubernetes-admin"
 ADMIN_GROUPS = ("system:masters",)
+APISERVER_KUBELET_CLIENT = "kube-apiserver-kubelet-client"
 # Each control-plane component's own identity, as kubeadm issues them (certificate/kubeconfig name, user);
 # none is in a group: RBAC's bootstrap bindings name these users. Kubelets get one per node
 # (`ensure_node_identity`).
@@ -62,18 +63,29 @@ COMPONENT_IDENTITIES = (
               type=click.Choice([c for c in COMPONENT_NAMES if c not in CORE_COMPONENTS]),
               help="Run the cluster without this component (stopping it if it runs), e.g. to schedule pods by "
                    "hand. Repeatable.")
-def up(name: str, no_switch_context: bool, without: tuple[str, ...]) -> None:
-    """Start a cluster (creating it on first use) and wait until its apiserver is ready."""
+@click.option("--nodes", "node_count", type=click.IntRange(0, 50), default=None,
+              help="Nodes with a real containerd (or the fake runtime where containerd cannot run); 0 for a "
+                   "control plane alone. [default: 1 for a new cluster] A cluster keeps the nodes it has: "
+                   "this only adds.")
+@click.option("--simulated-nodes", type=click.IntRange(0, 1000), default=None,
+              help="Nodes on the fake CRI runtime (containers without processes), for scale labs. [default: 0]")
+def up(name: str, no_switch_context: bool, without: tuple[str, ...], node_count: int | None,
+       simulated_nodes: int | None) -> None:
+    """Start a cluster (creating it on first use) and wait until its apiserver and nodes are ready."""
     started = time.monotonic()
     console = Console(highlight=False, soft_wrap=True)
     cluster = Cluster.create_or_load(name)
     with cluster_lock(cluster.dir):
         advertise_address = host_address()
+        node_set, runtime_reason = nodes.plan(cluster, node_count, simulated_nodes)
         components = [c for c in control_plane(cluster, advertise_address) if c.name not in without]
+        components += nodes.components(cluster, node_set)
         was_running = all(component.process(cluster).pid() is not None for component in components)
         if not was_running:
             console.print(f'Starting cluster "{name}" in {cluster.dir}')
+            _say_runtimes(console, node_set, runtime_reason)
         _ensure_pki(cluster, advertise_address)
+        nodes.ensure_identities(cluster, node_set)
         merged_into = _write_kubeconfigs(console, cluster, switch_context=not no_switch_context)
         for component in components:
             _bring_up(console, cluster, component)
@@ -109,6 +121,8 @@ def delete(name: str) -> None:
     if cluster_dir.is_dir():
         with cluster_lock(cluster_dir):
             _stop_all(console, cluster_dir)
+            if cluster is not None:
+                nodes.remove_host_state(cluster)
             shutil.rmtree(cluster_dir)
         console.print(f'[green]✓[/] deleted cluster "{name}" ({cluster_dir})')
     else:
@@ -132,6 +146,9 @@ def _ensure_pki(cluster: Cluster, advertise_address: str) -> None:
     pki.ensure_serving_cert(cluster.pki_dir, ca, "apiserver", common_name="kube-apiserver",
                             ip_addresses=ips, dns_names=dns_names)
     pki.ensure_client_cert(cluster.pki_dir, ca, "admin", user=ADMIN_USER, groups=ADMIN_GROUPS)
+    # How the apiserver proves itself to kubelets (logs, exec, port-forward): RBAC binds this user to
+    # system:kubelet-api-admin, as kubeadm does.
+    pki.ensure_client_cert(cluster.pki_dir, ca, "apiserver-kubelet-client", user=APISERVER_KUBELET_CLIENT)
     for component, user in COMPONENT_IDENTITIES:
         _write_identity(cluster, component, pki.ensure_client_cert(cluster.pki_dir, ca, component, user=user))
     pki.ensure_service_account_key(cluster.pki_dir)
@@ -190,6 +207,8 @@ def _bring_up(console: Console, cluster: Cluster, component: Component) -> None:
         process = supervised.start(component.argv())
     with console.status(f"Waiting for {component.name} at {component.address}"):
         supervised.wait_healthy(component.probe, component.ready_timeout, process)
+        if component.after_start is not None:
+            component.after_start()
     if process is None:
         console.print(f"[green]✓[/] {component.name:<10} running at {component.address}")
     else:
@@ -197,17 +216,44 @@ def _bring_up(console: Console, cluster: Cluster, component: Component) -> None:
         console.print(f"[green]✓[/] {component.name:<10} ready at {component.address} ({took:.2f}s)")
 
 
-def _stop_all(console: Console, cluster_dir: Path, only: tuple[str, ...] = COMPONENT_NAMES,
+def _say_runtimes(console: Console, node_set: nodes.NodeSet, reason: str) -> None:
+    real = [node for node in node_set.nodes if not node.simulated]
+    if real:
+        runtime = real[0].runtime
+        console.print(f"  {len(real)} node(s) on {runtime}" + ("" if runtime == "containerd" else f" ({reason})"))
+    simulated = len(node_set.nodes) - len(real)
+    if simulated:
+        console.print(f"  {simulated} simulated node(s) on the fake CRI runtime")
+
+
+def _stop_all(console: Console, cluster_dir: Path, only: tuple[str, ...] | None = None,
               quiet: bool = False) -> None:
+    """Stop the nodes (kubelets, then runtimes: a containerd node's pods first), then the control plane in
+    reverse start order; `only` limits it to those control-plane components."""
+    cluster = Cluster.find(cluster_dir.name) if only is None else None
+    if cluster is not None and cluster.dir == cluster_dir:
+        node_set = nodes.load(cluster)
+        node_components = nodes.components(cluster, node_set) if node_set else []
+        for component in [c for c in node_components if c.name.startswith("kubelet-")] + \
+                [c for c in node_components if not c.name.startswith("kubelet-")]:
+            supervised = component.process(cluster)
+            if component.name.startswith("containerd-") and supervised.pid() is not None and node_set:
+                node = node_set.find(component.name.removeprefix("containerd-"))
+                if node is not None:
+                    nodes.drain(cluster, node)
+            _report_stop(console, component.name, supervised.stop(), quiet)
     for name in reversed(COMPONENT_NAMES):
-        if name not in only:
+        if only is not None and name not in only:
             continue
-        pid = Supervised(name, cluster_dir).stop()
-        if pid is None:
-            if not quiet:
-                console.print(f"  {name:<10} was not running")
-        else:
-            console.print(f"[green]✓[/] {name:<10} stopped (pid {pid})")
+        _report_stop(console, name, Supervised(name, cluster_dir).stop(), quiet)
+
+
+def _report_stop(console: Console, name: str, pid: int | None, quiet: bool) -> None:
+    if pid is None:
+        if not quiet:
+            console.print(f"  {name:<10} was not running")
+    else:
+        console.print(f"[green]✓[/] {name:<10} stopped (pid {pid})")
 
 
 def _print_usage(console: Console, cluster: Cluster, merged_into: Path | None, *, switched: bool) -> None:

@@ -14,6 +14,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
+from minikube_py.cli import nodes
 from minikube_py.cli.cluster import Cluster, list_clusters, mkpy_home, name_option
 from minikube_py.cli.components import CORE_COMPONENTS, control_plane
 from minikube_py.cli.supervisor import Supervised
@@ -27,7 +28,8 @@ def status(name: str) -> None:
     table = Table(title=f'cluster "{name}"  ({cluster.dir})', title_justify="left")
     for column in ("COMPONENT", "PID", "RUNNING", "HEALTH", "ADDRESS"):
         table.add_column(column)
-    for component in control_plane(cluster):
+    node_set = nodes.load(cluster)
+    for component in control_plane(cluster) + (nodes.components(cluster, node_set) if node_set else []):
         pid = component.process(cluster).pid()
         if pid is None:
             table.add_row(component.name, "-", "[red]no[/]", "-", component.address)

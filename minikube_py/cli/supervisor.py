@@ -44,11 +44,11 @@ class Health(NamedTuple):
 class Supervised:
     """One component's process in one cluster, found through its pidfile."""
 
-    def __init__(self, name: str, cluster_dir: Path) -> None:
+    def __init__(self, name: str, cluster_dir: Path, marker: str = "") -> None:
         self.name = name
         self.pid_path = cluster_dir / "run" / f"{name}.pid"
         self.log_path = cluster_dir / "logs" / f"{name}.log"
-        self._marker = str(cluster_dir)
+        self._marker = marker or str(cluster_dir)  # what its command line contains: the cluster directory
 
     def pid(self) -> int | None:
         """The pid of the running process, or None when it is not running."""

@@ -3,6 +3,7 @@
     kubeconfig ─► RESTClient ─► Kubelet (kubelet.py): Node + Lease, pods informer, PLEG, pod workers
     --container-runtime-endpoint ─► RuntimeClient (CRI over gRPC: containerd, or the fake runtime)
     events ─► core/v1 Events from source component "kubelet", host <node>
+    --port ─► the kubelet API (server.py): logs, exec, attach, port-forward, /pods, /stats/summary
     --healthz-port ─► /healthz
 
 Usage rules: the kubeconfig is read before anything starts, so a mistake is a one-line error
@@ -11,9 +12,12 @@ Usage rules: the kubeconfig is read before anything starts, so a mistake is a on
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import dataclasses
 import logging
+
+import uvicorn
 
 from minikube_py.client.events import EventBroadcaster
 from minikube_py.client.healthz import HealthServer
@@ -29,6 +33,26 @@ log = logging.getLogger("mkpy.kubelet")
 
 class KubeletSetupError(Exception):
     """The kubelet cannot start: a bad kubeconfig, a port in use."""
+
+
+class _EmbeddedServer(uvicorn.Server):
+    """uvicorn inside the kubelet's event loop: the kubelet, not uvicorn, handles SIGTERM and SIGINT."""
+
+    def capture_signals(self) -> contextlib.AbstractContextManager[None]:
+        return contextlib.nullcontext()
+
+
+def _api_server(config: KubeletConfig, kubelet: Kubelet, client: RESTClient) -> uvicorn.Server | None:
+    """The kubelet API on --address:--port with the node's serving certificate (None when --port is 0 or
+    there is no certificate to serve with)."""
+    if not config.port or not config.tls_cert_file:
+        return None
+    from minikube_py.kubelet.server import KubeletServer, uvicorn_config
+
+    server = KubeletServer(kubelet, config.node_name, client)
+    return _EmbeddedServer(uvicorn_config(server, host=config.address, port=config.port,
+                                         cert_file=config.tls_cert_file, key_file=config.tls_private_key_file,
+                                         client_ca_file=config.client_ca_file))
 
 
 async def run(config: KubeletConfig) -> None:
@@ -51,9 +75,15 @@ async def run(config: KubeletConfig) -> None:
                 raise KubeletSetupError(f"cannot serve /healthz on 127.0.0.1:{config.healthz_port}: "
                                         f"{error.strerror or error}") from None
         broadcaster.start_recording_to_sink()
+        api_server = _api_server(config, kubelet, client)
+        serving = asyncio.create_task(api_server.serve()) if api_server is not None else None
         try:
             await kubelet.run()
         finally:
+            if api_server is not None and serving is not None:
+                api_server.should_exit = True
+                with contextlib.suppress(Exception):
+                    await serving
             await health.stop()
             with contextlib.suppress(Exception):
                 await broadcaster.shutdown()

@@ -94,6 +94,8 @@ async def _http_get(spec: dict[str, Any], pod_ip: str, container: dict[str, Any]
     try:
         async with httpx.AsyncClient(verify=False, timeout=timeout, follow_redirects=True) as client:
             response = await client.get(url, headers=headers)
+    except httpx.ConnectError as error:
+        return Outcome(False, f'Get "{url}": dial tcp {host}:{port}: {_reason(error)}')
     except (httpx.HTTPError, OSError) as error:
         return Outcome(False, f'Get "{url}": {_reason(error)}')
     body = response.text[:1024]
@@ -103,8 +105,11 @@ async def _http_get(spec: dict[str, Any], pod_ip: str, container: dict[str, Any]
 
 
 def _reason(error: BaseException) -> str:
-    if isinstance(error, TimeoutError | httpx.TimeoutException):
-        return "i/o timeout"
-    if isinstance(error, ConnectionRefusedError) or "refused" in str(error).lower():
-        return "connect: connection refused"
+    cause: BaseException | None = error
+    while cause is not None:  # httpx wraps the OSError that says why
+        if isinstance(cause, TimeoutError | httpx.TimeoutException):
+            return "i/o timeout"
+        if isinstance(cause, ConnectionRefusedError):
+            return "connect: connection refused"
+        cause = cause.__cause__ or cause.__context__
     return str(error) or type(error).__name__

@@ -39,6 +39,8 @@ from minikube_py.kubelet.cri.errors import CRIError
 from minikube_py.kubelet.kuberuntime import RuntimeManager, SyncResult
 from minikube_py.kubelet.node import NodeAgent
 from minikube_py.kubelet.podworkers import PodWorkers, SyncOutcome
+from minikube_py.kubelet.prober import ProbeManager
+from minikube_py.kubelet.stats import StatsProvider
 from minikube_py.kubelet.volumes import VolumeManager
 
 log = logging.getLogger("mkpy.kubelet")
@@ -54,16 +56,19 @@ class Kubelet:
         self.client = client
         self.runtime = runtime
         self._recorder = recorder
-        self.pods: dict[str, dict[str, Any]] = {}  # uid -> the pod as the API last said
+        self.bound_pods: dict[str, dict[str, Any]] = {}  # uid -> the pod as the API last said
         self.runtime_name = "containerd"
         self._runtime_error = "container runtime status check may not have completed yet"
         self.volumes = VolumeManager(config.pods_dir, self.get_object, self.request_token, self.allocatable)
         self.manager = RuntimeManager(runtime, config, self.volumes, self.get_object, self, self.allocatable)
         self.workers = PodWorkers(self.sync_pod)
+        self.probes = ProbeManager(runtime, self.workers.update, self.event)
         self.node = NodeAgent(client, config, self.observe)
+        self.stats = StatsProvider(runtime, config.node_name, self.node.machine.memory_bytes)
         self.informers = SharedInformerFactory(client)
         self._fingerprints: dict[str, tuple[Any, ...]] = {}
         self._termination_messages: dict[str, str] = {}  # container id -> message
+        self.states: dict[str, runtimestate.PodState] = {}  # uid -> the runtime's view after the last sync
 
     # -- running ------------------------------------------------------------------------------------------
 
@@ -81,6 +86,7 @@ class Kubelet:
                 group.create_task(self.node.run())
                 group.create_task(self._relist_loop())
         finally:
+            await self.probes.stop()
             await self.workers.stop()
             await self.informers.stop()
 
@@ -96,13 +102,13 @@ class Kubelet:
 
     def _pod_changed(self, pod: dict[str, Any], *_: Any) -> None:
         uid = pod["metadata"]["uid"]
-        self.pods[uid] = pod
+        self.bound_pods[uid] = pod
         self.workers.update(uid)
 
     def _pod_deleted(self, pod: Any) -> None:
         obj = getattr(pod, "obj", pod)  # DeletedFinalStateUnknown carries the last known object
         uid = (obj.get("metadata") or {}).get("uid", "")
-        self.pods.pop(uid, None)
+        self.bound_pods.pop(uid, None)
         self.workers.update(uid)
 
     async def _relist_loop(self) -> None:
@@ -116,7 +122,7 @@ class Kubelet:
                 log.warning("relisting the runtime failed: %s", error)
             if time.monotonic() - last_resync >= self.config.sync_frequency:
                 last_resync = time.monotonic()
-                for uid in list(self.pods):
+                for uid in list(self.bound_pods):
                     self.workers.update(uid)
             await asyncio.sleep(self.config.relist_period)
 
@@ -139,7 +145,7 @@ class Kubelet:
     # -- one pod ------------------------------------------------------------------------------------------
 
     async def sync_pod(self, uid: str) -> SyncOutcome:
-        pod = self.pods.get(uid)
+        pod = self.bound_pods.get(uid)
         try:
             state = await runtimestate.pod_state(self.runtime, uid)
         except CRIError as error:
@@ -159,11 +165,14 @@ class Kubelet:
                 pass
             return await self._clean_up(pod, state)
         if (pod.get("status") or {}).get("phase") in podstatus.TERMINAL_PHASES:
+            self.probes.remove_pod(uid)
             if any(c.running for c in state.containers) or any(s.ready for s in state.sandboxes):
                 await self.manager.kill_pod(pod, state, _grace(pod))
             return SyncOutcome()
-        result = await self.manager.sync_pod(pod, state)
-        state = await runtimestate.pod_state(self.runtime, uid)
+        result = await self.manager.sync_pod(pod, state,
+                                             failed_probe=lambda name: self.probes.failed_probe(uid, name))
+        state = self.states[uid] = await runtimestate.pod_state(self.runtime, uid)
+        self.probes.sync(pod, state)
         status = await self._update_status(pod, state, result)
         if status.get("phase") in podstatus.TERMINAL_PHASES:
             await self.manager.kill_pod(pod, state, _grace(pod))
@@ -171,8 +180,10 @@ class Kubelet:
         return SyncOutcome(retry_in=result.retry_in)
 
     async def _clean_up(self, pod: dict[str, Any] | None, state: runtimestate.PodState) -> SyncOutcome:
+        self.states.pop(state.uid, None)
         await self.manager.kill_pod(pod, state, 0)
         await self.manager.remove_pod(state)
+        self.probes.remove_pod(state.uid)
         self.volumes.tear_down(state.uid)
         self.manager.crash_backoff.forget(state.uid)
         self.manager.image_backoff.forget(state.uid)
@@ -182,7 +193,9 @@ class Kubelet:
 
     async def _update_status(self, pod: dict[str, Any], state: runtimestate.PodState,
                              result: SyncResult) -> dict[str, Any]:
-        inputs = podstatus.PodStatusInputs(state=state, waiting=result.waiting, node_ip=self._node_ip(),
+        uid = pod["metadata"]["uid"]
+        inputs = podstatus.PodStatusInputs(state=state, waiting=result.waiting, ready=self.probes.ready(uid),
+                                           started=self.probes.started(uid), node_ip=self._node_ip(),
                                            runtime_name=self.runtime_name, failed=result.failed,
                                            termination_messages=self._read_termination_messages(state))
         status = podstatus.pod_status(pod, inputs)
@@ -191,8 +204,8 @@ class Kubelet:
             try:
                 updated = await self.client.patch(resources.PODS, meta["name"], {"status": status},
                                                   meta.get("namespace"), subresource="status")
-                if meta["uid"] in self.pods:
-                    self.pods[meta["uid"]] = updated
+                if meta["uid"] in self.bound_pods:
+                    self.bound_pods[meta["uid"]] = updated
             except api_errors.NotFound:
                 pass
             except (api_errors.APIStatusError, OSError) as error:
@@ -208,6 +221,44 @@ class Kubelet:
                 except OSError:
                     self._termination_messages[container.id] = ""
         return self._termination_messages
+
+    # -- what the kubelet's HTTPS server asks (server.NodeBackend) ----------------------------------------
+
+    def pods(self) -> list[dict[str, Any]]:
+        return list(self.bound_pods.values())
+
+    async def stats_summary(self) -> dict[str, Any]:
+        return await self.stats.summary(self.bound_pods)
+
+    def find_container(self, namespace: str, pod_name: str, container: str) -> Any:
+        from minikube_py.kubelet.server import ContainerRef
+
+        pod = self._find_pod(namespace, pod_name)
+        state = self.states.get(pod["metadata"]["uid"])
+        latest = state.latest(container) if state else None
+        if latest is None:
+            names = [c["name"] for c in (pod.get("spec") or {}).get("initContainers") or []] + \
+                    [c["name"] for c in (pod.get("spec") or {}).get("containers") or []]
+            if container not in names:
+                raise LookupError(f"container {container} is not valid for pod {pod_name}")
+            raise LookupError(f'container "{container}" in pod "{pod_name}" is waiting to start: ContainerCreating')
+        previous = state.previous(container) if state else None
+        return ContainerRef(container_id=latest.id, log_path=latest.log_path, running=latest.running,
+                            previous_log_path=previous.log_path if previous else None)
+
+    def sandbox_id(self, namespace: str, pod_name: str) -> str:
+        pod = self._find_pod(namespace, pod_name)
+        state = self.states.get(pod["metadata"]["uid"])
+        if state is None or state.sandbox is None or not state.sandbox.ready:
+            raise LookupError(f'pod "{pod_name}" has no running sandbox')
+        return state.sandbox.id
+
+    def _find_pod(self, namespace: str, name: str) -> dict[str, Any]:
+        for pod in self.bound_pods.values():
+            meta = pod["metadata"]
+            if meta["name"] == name and meta.get("namespace") == namespace:
+                return pod
+        raise LookupError(f'pod "{name}" not found')
 
     # -- what the pieces ask of the kubelet ---------------------------------------------------------------
 

@@ -86,7 +86,7 @@ class RuntimeManager:
     # -- sync ---------------------------------------------------------------------------------------------
 
     async def sync_pod(self, pod: dict[str, Any], state: PodState,
-                       liveness_failed: Callable[[str], bool] = lambda name: False) -> SyncResult:
+                       failed_probe: Callable[[str], str | None] = lambda name: None) -> SyncResult:
         result = SyncResult()
         spec = pod.get("spec") or {}
         names = [c["name"] for c in spec.get("initContainers") or []] + [c["name"] for c in spec.get("containers") or []]
@@ -131,7 +131,7 @@ class RuntimeManager:
         if not await self._sync_init_containers(context, result):
             return result
         for container in spec.get("containers") or []:
-            await self._sync_app_container(context, container, result, liveness_failed(container["name"]))
+            await self._sync_app_container(context, container, result, failed_probe(container["name"]))
         return result
 
     async def _create_sandbox(self, pod: dict[str, Any], attempt: int, result: SyncResult) -> bool:
@@ -171,7 +171,7 @@ class RuntimeManager:
         return True
 
     async def _sync_app_container(self, ctx: _StartContext, container: dict[str, Any], result: SyncResult,
-                                  liveness_failed: bool) -> None:
+                                  failed_probe: str | None) -> None:
         name = container["name"]
         latest = ctx.current(name)
         if latest is None:
@@ -179,9 +179,9 @@ class RuntimeManager:
             return
         if latest.running or latest.state == cri.CONTAINER_CREATED:
             changed = latest.spec_hash and latest.spec_hash != containerconfig.container_hash(container)
-            if not (changed or liveness_failed):
+            if not (changed or failed_probe):
                 return
-            why = (f"Container {name} failed liveness probe, will be restarted" if liveness_failed
+            why = (f"Container {name} failed {failed_probe} probe, will be restarted" if failed_probe
                    else f"Container {name} definition changed, will be restarted")
             self.recorder.event(ctx.pod, "Normal", "Killing", why, container=name)
             await self.kill_container(ctx.pod, latest, _grace(ctx.pod), run_pre_stop=True)
@@ -294,8 +294,9 @@ class RuntimeManager:
         except CRIError as error:
             if present is not None:
                 # Offline: `Always` cannot reach a registry, but the node has the image (see docs/kubelet.md).
+                log.info("pulling %s failed (%s); using the image on the node", image, error.message)
                 self.recorder.event(pod, "Normal", "Pulled", f'Container image "{image}" already present on '
-                                    f"machine (pull failed: {error.message})", container=name)
+                                    "machine (no registry reachable to pull a newer one)", container=name)
                 return present.id
             self.image_backoff.next(key, now)
             self.recorder.event(pod, "Warning", "Failed", f'Failed to pull image "{image}": {error.message}',

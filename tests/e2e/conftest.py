@@ -225,9 +225,9 @@ class Mkpy:
         return run([sys.executable, "-m", "minikube_py.cli.main", *args], env=self.env, check=check,
                    expect_failure=expect_failure, timeout=timeout)
 
-    def up(self, name: str) -> KubeCluster:
-        """`mkpy up --name NAME`, and a handle on the running cluster."""
-        self("up", "--name", name)
+    def up(self, name: str, *flags: str) -> KubeCluster:
+        """`mkpy up --name NAME [FLAGS]`, and a handle on the running cluster."""
+        self("up", "--name", name, *flags)
         return self.cluster(name)
 
     def cluster(self, name: str) -> KubeCluster:
@@ -355,9 +355,10 @@ def mkpy(tmp_path_factory: pytest.TempPathFactory, kubectl_on_path: str) -> Mkpy
 
 @pytest.fixture(scope="session")
 def cluster(mkpy: Mkpy) -> Iterator[KubeCluster]:
-    """One cluster for the whole session, started with `mkpy up` and deleted at the end."""
+    """One cluster for the whole session, started with `mkpy up` and deleted at the end. Its control plane
+    has no nodes (`--nodes 0`): these tests are about the API, and their pods stay Pending and unchanged."""
     try:
-        yield mkpy.up(SHARED_CLUSTER)
+        yield mkpy.up(SHARED_CLUSTER, "--nodes", "0")
     finally:
         mkpy.delete(SHARED_CLUSTER)
 

@@ -209,6 +209,8 @@ _CLUSTER_ROLE_BINDINGS: dict[str, list[tuple[str, str]]] = {
     "system:kube-scheduler": [("User", "system:kube-scheduler")],
     "system:volume-scheduler": [("User", "system:kube-scheduler")],
     "system:node": [],
+    # not in kube's own policy: kubeadm binds it (as kubeadm:kubelet-api-admin) to the apiserver's kubelet client
+    "system:kubelet-api-admin": [("User", "kube-apiserver-kubelet-client")],
     "system:service-account-issuer-discovery": [("Group", "system:serviceaccounts")],
 }
 

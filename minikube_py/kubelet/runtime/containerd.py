@@ -57,9 +57,11 @@ MASQUERADE_COMMENT = "mkpy: pod traffic leaving the cluster"
 
 @dataclass(frozen=True)
 class ContainerdLayout:
-    """Where one node's containerd keeps its files: everything lives under `dir`."""
+    """Where one node's containerd keeps its files: everything lives under `dir`, except the socket when
+    `socket_dir` is given (a unix socket path must stay short, a cluster directory may be long)."""
 
     dir: Path
+    socket_dir: Path | None = None
 
     @property
     def config_path(self) -> Path:
@@ -78,7 +80,7 @@ class ContainerdLayout:
     @property
     def socket(self) -> Path:
         """The gRPC socket serving CRI (and containerd's own API, which `ctr` uses)."""
-        return self.dir / "containerd.sock"
+        return (self.socket_dir or self.dir) / "containerd.sock"
 
     @property
     def endpoint(self) -> str:

@@ -1,0 +1,375 @@
+"""A cluster's nodes: which there are, how each runs its containers, and the processes `mkpy up` starts for it.
+
+Each node is two processes, as on a real machine: a container runtime and a kubelet.
+
+    containerd-<node>   a real containerd with its own config, root, state, socket, runc root, cgroup and
+                        CNI bridge (kubelet/runtime/containerd.py), when this machine can run it (root,
+                        installed by scripts/setup-containerd); the built-in images are imported at start
+    fake-cri-<node>     otherwise (and for `--simulated-nodes`): `mkpy fake-cri`, containers without processes
+    kubelet-<node>      `mkpy kubelet` with the node's own identity (system:node:<node>)
+
+The node list lives in `<cluster>/nodes.json`, chosen on the first `mkpy up` and grown by later ones
+(`--nodes N` keeps at least N nodes, `--simulated-nodes M` at least M simulated ones). Node names follow
+minikube: the first node is named after the cluster, the next `<cluster>-m02`, ...; simulated nodes are
+`<cluster>-sim-001`, ... Each cluster takes a /16 of pod addresses (`10.<x>.0.0/16`, unused by other clusters
+and by the host's routes) and each node one /24 of it, its `spec.podCIDR`.
+
+Usage rules: `runtime_endpoint` and `containerd_sockets` are what `mkpy crictl --node` and `mkpy image load` use.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import hashlib
+import ipaddress
+import json
+import os
+import random
+import shutil
+import sys
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import click
+
+from minikube_py.cli.cluster import HOST, PORT_RANGE, Cluster, list_clusters, port_in_use
+from minikube_py.cli.components import Component, unverified_tls_context
+from minikube_py.cli.supervisor import Health, probe_https
+
+RUNTIME_READY_TIMEOUT = 15.0
+KUBELET_READY_TIMEOUT = 20.0
+MAX_SOCKET_PATH = 100  # bytes; a unix socket path holds 107 and containerd appends ".ttrpc"
+SHORT_SOCKET_ROOT = Path("/run/mkpy")
+
+
+@dataclass
+class Node:
+    name: str
+    runtime: str  # "containerd" or "fake"
+    pod_cidr: str
+    kubelet_port: int
+    healthz_port: int
+    simulated: bool = False
+
+
+@dataclass
+class NodeSet:
+    cluster_cidr: str
+    nodes: list[Node] = field(default_factory=list)
+
+    def find(self, name: str) -> Node | None:
+        return next((node for node in self.nodes if node.name == name), None)
+
+
+def load(cluster: Cluster) -> NodeSet | None:
+    try:
+        state = json.loads((cluster.dir / "nodes.json").read_text())
+        return NodeSet(state["cluster_cidr"], [Node(**node) for node in state["nodes"]])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def save(cluster: Cluster, nodes: NodeSet) -> None:
+    temporary = cluster.dir / ".nodes.json.tmp"
+    temporary.write_text(json.dumps({"cluster_cidr": nodes.cluster_cidr,
+                                     "nodes": [asdict(node) for node in nodes.nodes]}, indent=2) + "\n")
+    os.replace(temporary, cluster.dir / "nodes.json")
+
+
+def plan(cluster: Cluster, count: int | None, simulated: int | None) -> tuple[NodeSet, str]:
+    """The cluster's nodes after adding what `count` real and `simulated` fake nodes need (None: as many as
+    it has, and one real node for a new cluster); also which runtime new real nodes get and why."""
+    from minikube_py.kubelet.runtime import containerd
+
+    existing = load(cluster)
+    nodes = existing or NodeSet(_choose_cluster_cidr(cluster))
+    count = count if count is not None else (0 if existing else 1)
+    simulated = simulated or 0
+    can_run, why = containerd.available()
+    runtime = "containerd" if can_run else "fake"
+    taken_ports = {port for node in nodes.nodes for port in (node.kubelet_port, node.healthz_port)}
+    network = ipaddress.ip_network(nodes.cluster_cidr)
+    subnets = list(network.subnets(new_prefix=24))
+    real = [node for node in nodes.nodes if not node.simulated]
+    fake = [node for node in nodes.nodes if node.simulated]
+
+    def add(name: str, node_runtime: str, is_simulated: bool) -> None:
+        kubelet_port, healthz_port = _free_ports(2, taken_ports)
+        taken_ports.update((kubelet_port, healthz_port))
+        nodes.nodes.append(Node(name, node_runtime, str(subnets[len(nodes.nodes)]), kubelet_port, healthz_port,
+                                is_simulated))
+
+    for number in range(len(real) + 1, count + 1):
+        add(cluster.name if number == 1 else f"{cluster.name}-m{number:02d}", runtime, False)
+    for number in range(len(fake) + 1, simulated + 1):
+        add(f"{cluster.name}-sim-{number:03d}", "fake", True)
+    save(cluster, nodes)
+    return nodes, why
+
+
+def node_dir(cluster: Cluster, node: Node) -> Path:
+    return cluster.dir / "nodes" / node.name
+
+
+def socket_dir(cluster: Cluster, node: Node) -> Path:
+    """Where the node's runtime socket lives: in the node's directory when that path is short enough, else
+    under /run/mkpy (root) or the temp directory, in a directory named by a hash of the cluster's."""
+    local = node_dir(cluster, node)
+    if len(str(local / "containerd.sock.ttrpc")) <= MAX_SOCKET_PATH:
+        return local
+    root = SHORT_SOCKET_ROOT if os.geteuid() == 0 else Path(os.environ.get("TMPDIR", "/tmp")) / "mkpy"
+    return root / _cluster_id(cluster) / node.name
+
+
+def runtime_socket(cluster: Cluster, node: Node) -> Path:
+    return socket_dir(cluster, node) / ("containerd.sock" if node.runtime == "containerd" else "fake-cri.sock")
+
+
+def runtime_endpoint(cluster_name: str, node_name: str) -> str:
+    """The CRI endpoint of a node of a cluster (`mkpy crictl --node`); a one-line error for an unknown one."""
+    cluster = Cluster.load(cluster_name)
+    nodes = load(cluster)
+    node = nodes.find(node_name) if nodes else None
+    if node is None:
+        known = ", ".join(n.name for n in nodes.nodes) if nodes else "none"
+        raise click.ClickException(f'cluster "{cluster_name}" has no node "{node_name}" (nodes: {known})')
+    return f"unix://{runtime_socket(cluster, node)}"
+
+
+def containerd_sockets(cluster_name: str) -> dict[str, str]:
+    """{node name: containerd socket} for the cluster's containerd nodes (`mkpy image load`)."""
+    cluster = Cluster.load(cluster_name)
+    nodes = load(cluster)
+    return {node.name: str(runtime_socket(cluster, node))
+            for node in (nodes.nodes if nodes else []) if node.runtime == "containerd"}
+
+
+def bridge_name(nodes: NodeSet, node: Node) -> str:
+    """The node's CNI bridge: `mk<x>-<i>` from the cluster's 10.<x>.0.0/16 and the node's index (≤ 15 chars)."""
+    second_octet = nodes.cluster_cidr.split(".")[1]
+    return f"mk{second_octet}-{nodes.nodes.index(node)}"
+
+
+def cgroup_root(cluster: Cluster, node: Node) -> str:
+    """The node's cgroup: containerd runs in `<it>/containerd` and each pod in `<it>/pod<uid>`."""
+    return f"/mkpy-{_cluster_id(cluster)}/{node.name}"
+
+
+def _cluster_id(cluster: Cluster) -> str:
+    """Short and unique per cluster directory (two homes may both have a cluster "mkpy")."""
+    return hashlib.sha256(str(cluster.dir).encode()).hexdigest()[:10]
+
+
+def prepare_containerd(cluster: Cluster, nodes: NodeSet, node: Node) -> None:
+    """Config, CNI network and host routing for a containerd node; the built-in images are built (cached)."""
+    from minikube_py.kubelet.images.builtin import PAUSE_IMAGE, builtin_images
+    from minikube_py.kubelet.runtime import containerd
+
+    layout = containerd_layout(cluster, node)
+    layout.socket.parent.mkdir(parents=True, exist_ok=True)
+    containerd.write_config(layout, node.pod_cidr, bridge_name(nodes, node), cgroup_root(cluster, node),
+                            PAUSE_IMAGE)
+    containerd.ensure_host_network(nodes.cluster_cidr)
+    builtin_images(images_cache(cluster))
+
+
+def import_builtin_images(cluster: Cluster, node: Node) -> None:
+    """Import the pause and busybox images into the node's containerd unless it has them."""
+    from minikube_py.kubelet.cri.client import RuntimeClient
+    from minikube_py.kubelet.images.builtin import BUSYBOX_IMAGE, PAUSE_IMAGE, builtin_images
+    from minikube_py.kubelet.images.importer import import_image
+
+    socket_path = runtime_socket(cluster, node)
+
+    async def missing() -> list[str]:
+        async with RuntimeClient(str(socket_path), timeout=5.0) as runtime:
+            return [image for image in (PAUSE_IMAGE, BUSYBOX_IMAGE) if await runtime.image_status(image) is None]
+
+    if asyncio.run(missing()):
+        for archive in builtin_images(images_cache(cluster)):
+            import_image(socket_path, archive)
+
+
+def images_cache(cluster: Cluster) -> Path:
+    return cluster.dir.parent / ".images"
+
+
+def containerd_layout(cluster: Cluster, node: Node):  # -> containerd.ContainerdLayout
+    from minikube_py.kubelet.runtime.containerd import ContainerdLayout
+
+    return ContainerdLayout(node_dir(cluster, node) / "containerd", socket_dir=socket_dir(cluster, node))
+
+
+def runtime_argv(cluster: Cluster, node: Node) -> list[str]:
+    if node.runtime == "containerd":
+        from minikube_py.kubelet.runtime.containerd import containerd_argv
+
+        # containerd's own flags do not name the cluster directory; the config path does.
+        return containerd_argv(containerd_layout(cluster, node))
+    return [sys.executable, "-m", "minikube_py.cli.main", "fake-cri", f"--listen={runtime_socket(cluster, node)}",
+            f"--pod-cidr={node.pod_cidr}", f"--node-name={node.name}"]
+
+
+def kubelet_argv(cluster: Cluster, node: Node) -> list[str]:
+    ca_file, _ = cluster.cert_files("ca")
+    cert_file, key_file = cluster.cert_files(f"kubelet-{node.name}-serving")
+    argv = [sys.executable, "-m", "minikube_py.cli.main", "kubelet",
+            f"--kubeconfig={cluster.component_kubeconfig(f'kubelet-{node.name}')}",
+            f"--hostname-override={node.name}",
+            f"--container-runtime-endpoint=unix://{runtime_socket(cluster, node)}",
+            f"--root-dir={node_dir(cluster, node) / 'kubelet'}", f"--pod-cidr={node.pod_cidr}",
+            f"--node-ip={HOST}", f"--port={node.kubelet_port}", f"--healthz-port={node.healthz_port}",
+            f"--tls-cert-file={cert_file}", f"--tls-private-key-file={key_file}", f"--client-ca-file={ca_file}"]
+    if node.runtime == "containerd":
+        argv.append(f"--cgroup-root={cgroup_root(cluster, node)}")
+    return argv
+
+
+def probe_runtime(cluster: Cluster, node: Node) -> Health:
+    """Whether the runtime answers CRI's Version (containerd opens its socket before CRI is initialised)."""
+    from minikube_py.kubelet.cri.client import RuntimeClient
+    from minikube_py.kubelet.cri.errors import CRIError
+
+    async def version() -> str:
+        async with RuntimeClient(str(runtime_socket(cluster, node)), timeout=1.0) as runtime:
+            answer = await runtime.version()
+            return f"{answer.runtime_name} {answer.runtime_version}"
+
+    try:
+        return Health(True, f"healthy ({asyncio.run(version())})")
+    except CRIError as error:
+        return Health(False, f"not ready: {error.message}")
+
+
+def _choose_cluster_cidr(cluster: Cluster) -> str:
+    """10.<x>.0.0/16 with x in 200..254, unused by the other clusters and by the host's routes; x derived from
+    the cluster directory first, so clusters in different homes rarely pick the same one."""
+    used = {nodes.cluster_cidr for other in list_clusters() if other.dir != cluster.dir
+            if (nodes := load(other)) is not None}
+    routes = _host_routes()
+    start = int(hashlib.sha256(str(cluster.dir).encode()).hexdigest(), 16) % 55
+    for offset in range(55):
+        cidr = f"10.{200 + (start + offset) % 55}.0.0/16"
+        network = ipaddress.ip_network(cidr)
+        if cidr not in used and not any(network.overlaps(route) for route in routes):
+            return cidr
+    raise click.ClickException("no free 10.x.0.0/16 pod network left for this cluster (x = 200..254)")
+
+
+def _host_routes() -> list[ipaddress.IPv4Network]:
+    routes = []
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/net/route").read_text().splitlines()[1:]:
+            fields = line.split()
+            destination, mask = int(fields[1], 16), int(fields[7], 16)
+            if destination == 0:
+                continue
+            address = ipaddress.IPv4Address(destination.to_bytes(4, "little"))
+            prefix = bin(mask).count("1")
+            routes.append(ipaddress.ip_network(f"{address}/{prefix}", strict=False))
+    return routes
+
+
+def _free_ports(count: int, taken: set[int]) -> list[int]:
+    """Ports for a new node's kubelet, unused by any cluster in this home and free right now."""
+    taken = set(taken)
+    for other in list_clusters():
+        taken.update(asdict(other.ports).values())
+        nodes = load(other)
+        for node in nodes.nodes if nodes else []:
+            taken.update((node.kubelet_port, node.healthz_port))
+    candidates = [port for port in range(PORT_RANGE[0], PORT_RANGE[1] + 1) if port not in taken]
+    random.shuffle(candidates)
+    chosen = [port for port in candidates[:count * 20] if not port_in_use(port)][:count]
+    if len(chosen) < count:
+        raise click.ClickException(f"no free ports on {HOST} for the node")
+    return chosen
+
+
+def components(cluster: Cluster, nodes: NodeSet) -> list[Component]:
+    """Each node's runtime, then its kubelet, in start order."""
+    result = []
+    for node in nodes.nodes:
+        socket_path = runtime_socket(cluster, node)
+        outside = not str(socket_path).startswith(str(cluster.dir))
+        if node.runtime == "containerd":
+            result.append(Component(
+                name=f"containerd-{node.name}", address=f"unix://{socket_path}", ports={},
+                ready_timeout=RUNTIME_READY_TIMEOUT, argv=functools.partial(_prepared_containerd_argv, cluster, nodes, node),
+                probe=functools.partial(probe_runtime, cluster, node),
+                after_start=functools.partial(import_builtin_images, cluster, node)))
+        else:
+            result.append(Component(
+                name=f"fake-cri-{node.name}", address=f"unix://{socket_path}", ports={},
+                ready_timeout=RUNTIME_READY_TIMEOUT, argv=functools.partial(runtime_argv, cluster, node),
+                probe=functools.partial(probe_runtime, cluster, node), marker=str(socket_path) if outside else ""))
+        result.append(Component(
+            name=f"kubelet-{node.name}", address=f"https://{HOST}:{node.kubelet_port}",
+            ports={"kubelet": node.kubelet_port, "kubelet healthz": node.healthz_port},
+            ready_timeout=KUBELET_READY_TIMEOUT, argv=functools.partial(kubelet_argv, cluster, node),
+            probe=functools.partial(probe_https, HOST, node.healthz_port, "/healthz", unverified_tls_context())))
+    return result
+
+
+def _prepared_containerd_argv(cluster: Cluster, nodes: NodeSet, node: Node) -> list[str]:
+    prepare_containerd(cluster, nodes, node)
+    return runtime_argv(cluster, node)
+
+
+def ensure_identities(cluster: Cluster, nodes: NodeSet) -> None:
+    """Each kubelet's client identity (system:node:<node>) and its serving certificate, issued once."""
+    from minikube_py.auth import pki
+    from minikube_py.cli.lifecycle import ensure_node_identity
+
+    ca = pki.ensure_ca(cluster.pki_dir)
+    for node in nodes.nodes:
+        ensure_node_identity(cluster, node.name)
+        pki.ensure_serving_cert(cluster.pki_dir, ca, f"kubelet-{node.name}-serving",
+                                common_name=f"system:node:{node.name}",
+                                ip_addresses=[ipaddress.ip_address(HOST)], dns_names=[node.name])
+
+
+def drain(cluster: Cluster, node: Node) -> int:
+    """Stop and remove every pod sandbox of a containerd node (before containerd stops, so no container
+    outlives its node); the number removed. A runtime that does not answer is left alone."""
+    from minikube_py.kubelet.cri.client import RuntimeClient
+    from minikube_py.kubelet.cri.errors import CRIError
+
+    async def remove_all() -> int:
+        async with RuntimeClient(str(runtime_socket(cluster, node)), timeout=30.0) as runtime:
+            sandboxes = await runtime.list_pod_sandbox()
+            for sandbox in sandboxes:
+                with contextlib.suppress(CRIError):
+                    await runtime.stop_pod_sandbox(sandbox.id)
+                    await runtime.remove_pod_sandbox(sandbox.id)
+            return len(sandboxes)
+
+    try:
+        return asyncio.run(remove_all())
+    except CRIError:
+        return 0
+
+
+def remove_host_state(cluster: Cluster) -> None:
+    """What containerd nodes leave outside the cluster directory: bridges, cgroups, the NAT rule, sockets."""
+    from minikube_py.kubelet.runtime import containerd
+
+    nodes = load(cluster)
+    if nodes is None:
+        return
+    for node in nodes.nodes:
+        if node.runtime == "containerd":
+            with contextlib.suppress(OSError, RuntimeError):
+                containerd.remove_bridge(bridge_name(nodes, node))
+            with contextlib.suppress(OSError):
+                containerd.remove_cgroup_tree(cgroup_root(cluster, node))
+        short = socket_dir(cluster, node)
+        if short != node_dir(cluster, node):
+            shutil.rmtree(short, ignore_errors=True)
+    if any(node.runtime == "containerd" for node in nodes.nodes):
+        with contextlib.suppress(OSError, RuntimeError, ValueError):
+            containerd.remove_host_network(nodes.cluster_cidr)
+    with contextlib.suppress(OSError):
+        containerd.remove_cgroup_tree(f"/mkpy-{_cluster_id(cluster)}")
