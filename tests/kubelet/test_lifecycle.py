@@ -276,3 +276,32 @@ def test_config_map_and_secret_volumes_are_written_and_updated_live(api: httpx.C
     api.delete(f"/api/v1/namespaces/{namespace}/pods/vols")
     eventually(lambda: not (fake_node.dir / "kubelet" / "pods" / uid).exists(), 15,
                message="the pod's volumes removed")
+
+
+def test_a_restarted_kubelet_adopts_running_pods_without_restarting_them(api: httpx.Client, namespace: str,
+                                                                        fake_node: FakeNode) -> None:
+    create(api, namespace, make_pod("steady"))
+    before = container_status(wait_phase(api, namespace, "steady", "Running"))
+    assert fake_node.kubelet is not None
+    fake_node.kubelet.stop()
+    fake_node.start_kubelet()
+    fake_node.wait_ready(api)
+    create(api, namespace, make_pod("after"))  # the restarted kubelet is syncing pods again
+    wait_phase(api, namespace, "after", "Running")
+    after = container_status(get(api, namespace, "steady"))
+    assert after["containerID"] == before["containerID"]
+    assert after["restartCount"] == 0 and "running" in after["state"]
+
+
+def test_a_kubelet_killed_mid_startup_finishes_the_pod_once_back(api: httpx.Client, namespace: str,
+                                                                 fake_node: FakeNode) -> None:
+    assert fake_node.kubelet is not None
+    create(api, namespace, make_pod("interrupted", initContainers=[{"name": "setup", "image": "busybox"}],
+                                    annotations={f"{FAKE}exit-code.setup": "0", f"{FAKE}run-seconds.setup": "1"}))
+    eventually(lambda: _init_progress(get(api, namespace, "interrupted")) == "setup", 10,
+               message="the init container running")
+    fake_node.kubelet.stop(kill=True)
+    fake_node.start_kubelet()
+    pod = wait_phase(api, namespace, "interrupted", "Running", timeout=20)
+    assert container_status(pod, "setup", init=True)["restartCount"] == 0
+    assert container_status(pod)["restartCount"] == 0
