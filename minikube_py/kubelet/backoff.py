@@ -43,6 +43,15 @@ class Backoff:
         """Whether less than the key's delay has passed since `since` (the failure being answered)."""
         return self.remaining(key, since, now) > 0
 
+    def in_backoff_since_update(self, key: str, now: float) -> bool:
+        """Whether less than the key's delay has passed since its last retry (image pulls)."""
+        return self.until_retry(key, now) > 0
+
+    def until_retry(self, key: str, now: float) -> float:
+        """Seconds until the key's delay since its last retry has passed."""
+        entry = self._entries.get(key)
+        return 0.0 if entry is None else max(0.0, entry.last_update + entry.delay - now)
+
     def remaining(self, key: str, since: float, now: float) -> float:
         entry = self._entries.get(key)
         return 0.0 if entry is None else max(0.0, since + entry.delay - now)

@@ -38,6 +38,7 @@ from minikube_py.kubelet.cri.client import RuntimeClient
 from minikube_py.kubelet.cri.errors import CRIError
 from minikube_py.kubelet.kuberuntime import RuntimeManager, SyncResult
 from minikube_py.kubelet.node import NodeAgent
+from minikube_py.kubelet.objects import ObjectManager
 from minikube_py.kubelet.podworkers import PodWorkers, SyncOutcome
 from minikube_py.kubelet.prober import ProbeManager
 from minikube_py.kubelet.stats import StatsProvider
@@ -63,6 +64,7 @@ class Kubelet:
         self.manager = RuntimeManager(runtime, config, self.volumes, self.get_object, self, self.allocatable)
         self.workers = PodWorkers(self.sync_pod)
         self.probes = ProbeManager(runtime, self.workers.update, self.event)
+        self.objects = ObjectManager(client, self.workers.update)
         self.node = NodeAgent(client, config, self.observe)
         self.stats = StatsProvider(runtime, config.node_name, self.node.machine.memory_bytes)
         self.informers = SharedInformerFactory(client)
@@ -87,6 +89,7 @@ class Kubelet:
                 group.create_task(self._relist_loop())
         finally:
             await self.probes.stop()
+            await self.objects.stop()
             await self.workers.stop()
             await self.informers.stop()
 
@@ -103,6 +106,7 @@ class Kubelet:
     def _pod_changed(self, pod: dict[str, Any], *_: Any) -> None:
         uid = pod["metadata"]["uid"]
         self.bound_pods[uid] = pod
+        self.objects.register_pod(pod)
         self.workers.update(uid)
 
     def _pod_deleted(self, pod: Any) -> None:
@@ -184,6 +188,7 @@ class Kubelet:
         await self.manager.kill_pod(pod, state, 0)
         await self.manager.remove_pod(state)
         self.probes.remove_pod(state.uid)
+        self.objects.unregister_pod(state.uid)
         self.volumes.tear_down(state.uid)
         self.manager.crash_backoff.forget(state.uid)
         self.manager.image_backoff.forget(state.uid)
@@ -269,13 +274,7 @@ class Kubelet:
         self._recorder.event(reference, type, reason, message)
 
     async def get_object(self, kind: str, namespace: str, name: str) -> dict[str, Any] | None:
-        resource = resources.CONFIGMAPS if kind == "configmaps" else resources.SECRETS
-        try:
-            return await self.client.get(resource, name, namespace)
-        except api_errors.NotFound:
-            return None
-        except api_errors.Forbidden:
-            return None  # the node authorizer refuses objects no pod of this node references
+        return await self.objects.get(kind, namespace, name)
 
     async def request_token(self, namespace: str, account: str, audiences: list[str], seconds: int,
                             pod_name: str, pod_uid: str) -> tuple[str, float]:

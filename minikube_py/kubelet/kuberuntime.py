@@ -281,11 +281,11 @@ class RuntimeManager:
             self.recorder.event(pod, "Warning", "ErrImageNeverPull", message, container=name)
             return None
         now = self.clock()
-        if self.image_backoff.in_backoff_since(key, now, now) and present is None:
+        if present is None and self.image_backoff.in_backoff_since_update(key, now):
             message = f'Back-off pulling image "{image}"'
             result.wait(name, "ImagePullBackOff", message)
             self.recorder.event(pod, "Normal", "BackOff", message, container=name)
-            result.retry(self.image_backoff.remaining(key, now, now) + 0.05)
+            result.retry(self.image_backoff.until_retry(key, now) + 0.05)
             return None
         self.recorder.event(pod, "Normal", "Pulling", f'Pulling image "{image}"', container=name)
         began = time.monotonic()
@@ -299,8 +299,9 @@ class RuntimeManager:
                                     "machine (no registry reachable to pull a newer one)", container=name)
                 return present.id
             self.image_backoff.next(key, now)
-            self.recorder.event(pod, "Warning", "Failed", f'Failed to pull image "{image}": {error.message}',
-                                container=name)
+            self.recorder.event(pod, "Warning", "Failed", f'Failed to pull image "{image}": {error.message} '
+                                "(no registry is reachable from here: load the image into the nodes with "
+                                "`mkpy image load FILE`)", container=name)
             self.recorder.event(pod, "Warning", "Failed", "Error: ErrImagePull", container=name)
             result.wait(name, "ErrImagePull", f'failed to pull image "{image}": {error.message}; images are '
                         "not pulled from registries here: load it with `mkpy image load FILE`")

@@ -73,7 +73,7 @@ class FakeNode:
             sys.executable, "-m", "minikube_py.cli.main", "kubelet", f"--kubeconfig={self.kubeconfig}",
             f"--hostname-override={self.name}", f"--container-runtime-endpoint=unix://{self.socket}",
             f"--root-dir={self.dir / 'kubelet'}", f"--pod-cidr={self.pod_cidr}", "--port=0", "--healthz-port=0",
-            "--node-status-update-frequency=1s", "--sync-frequency=2s", *self.kubelet_args], self.dir / "kubelet.log")
+            "--node-status-update-frequency=1s", *self.kubelet_args], self.dir / "kubelet.log")
 
     def wait_ready(self, api: httpx.Client, timeout: float = 30.0) -> dict[str, Any]:
         def ready() -> dict[str, Any] | None:

@@ -188,11 +188,13 @@ def test_missing_image_is_err_image_pull_then_image_pull_back_off(api: httpx.Cli
                                                                   fake_node: FakeNode) -> None:
     image = "registry.example.invalid/team/app:1.0"
     create(api, namespace, make_pod("noimage", containers=[{"name": "main", "image": image}]))
-    waiting = wait_waiting(api, namespace, "noimage", "ErrImagePull")
-    assert image in waiting["message"] and "mkpy image load" in waiting["message"]
-    wait_waiting(api, namespace, "noimage", "ImagePullBackOff")
+    # ErrImagePull shows until the next sync (at once: the status update itself triggers one), then
+    # ImagePullBackOff for 10 s before the next attempt, then ErrImagePull again, 20 s of back-off, ...
+    waiting = wait_waiting(api, namespace, "noimage", "ImagePullBackOff")
+    assert waiting["message"] == f'Back-off pulling image "{image}"'
     failed = [e["message"] for e in events(api, namespace, "noimage") if e["reason"] == "Failed"]
-    assert any(f'Failed to pull image "{image}"' in message for message in failed)
+    assert any(f'Failed to pull image "{image}"' in message and "mkpy image load" in message for message in failed)
+    assert "Error: ErrImagePull" in failed
     assert get(api, namespace, "noimage")["status"]["phase"] == "Pending"
 
 
