@@ -14,7 +14,7 @@ import sys
 import time
 
 BENCHMARKS = ("bench_create", "bench_get", "bench_watch", "bench_up", "bench_apply", "bench_security",
-              "scheduler_perf")
+              "scheduler_perf", "pod_startup")
 VERDICTS = ("[PASS]", "[MISS]")
 
 
