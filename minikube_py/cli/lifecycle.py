@@ -86,6 +86,8 @@ def up(name: str, no_switch_context: bool, without: tuple[str, ...], node_count:
             _say_runtimes(console, node_set, runtime_reason)
         _ensure_pki(cluster, advertise_address)
         nodes.ensure_identities(cluster, node_set)
+        if nodes.simulated_nodes_changed(cluster, node_set):
+            _report_stop(console, "simulated-nodes", Supervised("simulated-nodes", cluster.dir).stop(), quiet=True)
         merged_into = _write_kubeconfigs(console, cluster, switch_context=not no_switch_context)
         for component in components:
             _bring_up(console, cluster, component)

@@ -9,6 +9,7 @@ YAML or the certificate code, and `mkpy up` should not pay for the apiserver. On
                                                scheduler.py  scheduler, scheduler explain
     image.py       image load                      kubelet.py    kubelet
     crictl.py      crictl (the runtime's view)     fakecri.py    fake-cri (a simulated runtime)
+                                                   hollownodes.py  hollow-nodes (many simulated nodes)
 
 Errors are `click.ClickException`s: one line (plus log lines where they explain a failed start) and a
 non-zero exit, never a traceback.
@@ -33,6 +34,7 @@ COMMANDS = {
     "scheduler": "minikube_py.cli.scheduler:scheduler",
     "kubelet": "minikube_py.cli.kubelet:kubelet",
     "fake-cri": "minikube_py.cli.fakecri:fake_cri",
+    "hollow-nodes": "minikube_py.cli.hollownodes:hollow_nodes",
     "crictl": "minikube_py.cli.crictl:crictl",
     "image": "minikube_py.cli.image:image",
 }

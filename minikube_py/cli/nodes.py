@@ -289,9 +289,12 @@ def _free_ports(count: int, taken: set[int]) -> list[int]:
 
 
 def components(cluster: Cluster, nodes: NodeSet) -> list[Component]:
-    """Each node's runtime, then its kubelet, in start order."""
+    """Each node's runtime, then its kubelet, in start order; then one process for all simulated nodes."""
     result = []
+    simulated = [node for node in nodes.nodes if node.simulated]
     for node in nodes.nodes:
+        if node.simulated:
+            continue
         socket_path = runtime_socket(cluster, node)
         outside = not str(socket_path).startswith(str(cluster.dir))
         if node.runtime == "containerd":
@@ -310,7 +313,34 @@ def components(cluster: Cluster, nodes: NodeSet) -> list[Component]:
             ports={"kubelet": node.kubelet_port, "kubelet healthz": node.healthz_port},
             ready_timeout=KUBELET_READY_TIMEOUT, argv=functools.partial(kubelet_argv, cluster, node),
             probe=functools.partial(probe_https, HOST, node.healthz_port, "/healthz", unverified_tls_context())))
+    if simulated:
+        result.append(Component(
+            name="simulated-nodes", address=f"{len(simulated)} nodes, {simulated[0].name} ...", ports={},
+            ready_timeout=RUNTIME_READY_TIMEOUT + len(simulated) * 0.05,
+            argv=functools.partial(_hollow_nodes_argv, cluster, simulated),
+            probe=functools.partial(probe_runtime, cluster, simulated[-1])))
     return result
+
+
+def simulated_nodes_changed(cluster: Cluster, nodes: NodeSet) -> bool:
+    """Whether the running simulated-nodes process serves a different node list than `nodes` plans (then it
+    must be restarted to pick up the new nodes)."""
+    try:
+        running = [entry["name"] for entry in json.loads((cluster.dir / "nodes" / "simulated.json").read_text())["nodes"]]
+    except (OSError, ValueError, KeyError, TypeError):
+        return False
+    return running != [node.name for node in nodes.nodes if node.simulated]
+
+
+def _hollow_nodes_argv(cluster: Cluster, simulated: list[Node]) -> list[str]:
+    """Write the simulated nodes' list (kubelet/hollow.py reads it) and the command that runs them all."""
+    path = cluster.dir / "nodes" / "simulated.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    entries = [{"name": node.name, "kubeconfig": str(cluster.component_kubeconfig(f"kubelet-{node.name}")),
+                "socket": str(runtime_socket(cluster, node)), "pod_cidr": node.pod_cidr,
+                "root_dir": str(node_dir(cluster, node) / "kubelet")} for node in simulated]
+    path.write_text(json.dumps({"nodes": entries}, indent=2) + "\n")
+    return [sys.executable, "-m", "minikube_py.cli.main", "hollow-nodes", f"--config={path}"]
 
 
 def _prepared_containerd_argv(cluster: Cluster, nodes: NodeSet, node: Node) -> list[str]:

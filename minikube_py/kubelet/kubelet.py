@@ -48,6 +48,7 @@ log = logging.getLogger("mkpy.kubelet")
 
 RUNTIME_RETRY = 1.0  # seconds between attempts to reach the runtime at start
 MAX_REPORTED_IMAGES = 50  # kube's --node-status-max-images
+IMAGES_REFRESH = 30.0  # seconds between ListImages calls for the Node's status.images
 
 
 class Kubelet:
@@ -60,6 +61,9 @@ class Kubelet:
         self.bound_pods: dict[str, dict[str, Any]] = {}  # uid -> the pod as the API last said
         self.runtime_name = "containerd"
         self._runtime_error = "container runtime status check may not have completed yet"
+        self._runtime_version = ""
+        self._images: list[dict[str, Any]] = []
+        self._images_read = -IMAGES_REFRESH
         self.volumes = VolumeManager(config.pods_dir, self.get_object, self.request_token, self.allocatable)
         self.manager = RuntimeManager(runtime, config, self.volumes, self.get_object, self, self.allocatable)
         self.workers = PodWorkers(self.sync_pod)
@@ -293,21 +297,25 @@ class Kubelet:
         return self.config.node_ip or "127.0.0.1"
 
     async def observe(self) -> nodestatus.Observed:
-        """What the Node's status is computed from: the runtime's health, version and images."""
+        """What the Node's status is computed from: the runtime's health (asked every time), its version and
+        its images (asked again after IMAGES_REFRESH, or after the runtime was down)."""
         observed = nodestatus.Observed(node_ip=self._node_ip(), kubelet_port=self.config.port)
         try:
-            version = await self.runtime.version()
-            observed.runtime_version = f"{version.runtime_name}://{version.runtime_version}"
+            if not self._runtime_version or self._runtime_error:
+                version = await self.runtime.version()
+                self._runtime_version = f"{version.runtime_name}://{version.runtime_version}"
             status = await self.runtime.status()
             not_ready = [c for c in status.status.conditions if not c.status]
             if not_ready:
                 observed.runtime_error = "container runtime not ready: " + ", ".join(
                     f"{c.type}=false reason:{c.reason} message:{c.message}" for c in not_ready)
-            images = await self.runtime.list_images()
-            observed.images = _reported_images(images)
+            if time.monotonic() - self._images_read >= IMAGES_REFRESH or self._runtime_error:
+                self._images = _reported_images(await self.runtime.list_images())
+                self._images_read = time.monotonic()
             self._runtime_error = observed.runtime_error
         except CRIError as error:
-            observed.runtime_error = f"container runtime is down: {error}"
+            observed.runtime_error = self._runtime_error = f"container runtime is down: {error}"
+        observed.runtime_version, observed.images = self._runtime_version, self._images
         return observed
 
 

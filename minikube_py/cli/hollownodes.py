@@ -1,0 +1,48 @@
+"""`mkpy hollow-nodes --config FILE`: run many simulated nodes (a fake runtime and a kubelet each) in one process.
+
+`mkpy up --simulated-nodes M` starts one of these for all M simulated nodes (component `simulated-nodes`); the
+file it writes lists each node's name, kubeconfig, runtime socket, pod CIDR and directory. See
+`kubelet/hollow.py`.
+
+Usage rules: a bad file is a one-line error and exit status 1; the process runs until SIGTERM or SIGINT.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+
+@click.command("hollow-nodes")
+@click.option("--config", "config_file", required=True, type=click.Path(exists=True, dir_okay=False),
+              help="JSON list of the nodes to simulate.")
+@click.option("--v", "verbosity", type=click.IntRange(0, 10), default=2, help="Log verbosity (4+ for debug).")
+def hollow_nodes(config_file: str, verbosity: int) -> None:
+    """Run simulated nodes (fake runtime + kubelet each) in one process."""
+    from minikube_py.kubelet import app, hollow
+
+    logging.basicConfig(level=logging.DEBUG if verbosity >= 4 else logging.INFO, stream=sys.stderr,
+                        format="%(asctime)s %(levelname).1s %(name)s] %(message)s")
+    logging.getLogger("httpx").setLevel(logging.WARNING)
+    try:
+        nodes = hollow.load(Path(config_file))
+        asyncio.run(_run_until_signalled(hollow.run_hollow_nodes(nodes)))
+    except (hollow.HollowConfigError, app.KubeletSetupError, OSError) as error:
+        raise click.ClickException(str(error)) from None
+
+
+async def _run_until_signalled(main: Any) -> None:
+    task = asyncio.ensure_future(main)
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, task.cancel)
+    try:
+        await task
+    except asyncio.CancelledError:
+        pass
