@@ -91,6 +91,13 @@ def up(name: str, no_switch_context: bool, without: tuple[str, ...], node_count:
         merged_into = _write_kubeconfigs(console, cluster, switch_context=not no_switch_context)
         for component in components:
             _bring_up(console, cluster, component)
+        if node_set.nodes:
+            with console.status(f"Waiting for {len(node_set.nodes)} node(s) to be Ready"):
+                not_ready = nodes.wait_ready_and_label(cluster, node_set)
+            if not_ready:
+                console.print(f"[yellow]![/] not Ready yet: {', '.join(not_ready)} (see `mkpy logs kubelet-NODE`)")
+            else:
+                console.print(f"[green]✓[/] {len(node_set.nodes)} node(s) Ready")
         _stop_all(console, cluster.dir, only=without, quiet=True)
     if was_running:
         console.print(f'[green]✓[/] cluster "{name}" is already running at {cluster.apiserver_url}')

@@ -29,6 +29,7 @@ import os
 import random
 import shutil
 import sys
+import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -36,10 +37,12 @@ import click
 
 from minikube_py.cli.cluster import HOST, PORT_RANGE, Cluster, list_clusters, port_in_use
 from minikube_py.cli.components import Component, unverified_tls_context
-from minikube_py.cli.supervisor import Health, probe_https
+from minikube_py.cli.supervisor import Health, client_tls_context, probe_https
 
 RUNTIME_READY_TIMEOUT = 15.0
 KUBELET_READY_TIMEOUT = 20.0
+NODES_READY_TIMEOUT = 30.0
+CONTROL_PLANE_ROLE = "node-role.kubernetes.io/control-plane"
 MAX_SOCKET_PATH = 100  # bytes; a unix socket path holds 107 and containerd appends ".ttrpc"
 SHORT_SOCKET_ROOT = Path("/run/mkpy")
 
@@ -403,3 +406,31 @@ def remove_host_state(cluster: Cluster) -> None:
             containerd.remove_host_network(nodes.cluster_cidr)
     with contextlib.suppress(OSError):
         containerd.remove_cgroup_tree(f"/mkpy-{_cluster_id(cluster)}")
+
+
+def wait_ready_and_label(cluster: Cluster, nodes: NodeSet, timeout: float = NODES_READY_TIMEOUT) -> list[str]:
+    """Wait until every node's Node object says Ready, and give the first node the control-plane role label
+    (as minikube and kind do; a kubelet may not set `node-role.kubernetes.io/*` itself). The nodes that are
+    still not Ready when `timeout` runs out."""
+    import httpx
+
+    ca_file, _ = cluster.cert_files("ca")
+    cert_file, key_file = cluster.cert_files("admin")
+    wanted = {node.name for node in nodes.nodes}
+    deadline = time.monotonic() + timeout
+    tls = client_tls_context(ca_file, cert_file, key_file)
+    with httpx.Client(base_url=cluster.apiserver_url, verify=tls, timeout=5.0) as api:
+        while True:
+            listed = api.get("/api/v1/nodes")
+            items = listed.json().get("items", []) if listed.status_code == 200 else []
+            ready = {n["metadata"]["name"] for n in items
+                     if any(c.get("type") == "Ready" and c.get("status") == "True"
+                            for c in (n.get("status") or {}).get("conditions") or [])}
+            if wanted <= ready or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
+        first = next((node for node in nodes.nodes if not node.simulated), None)
+        if first is not None and first.name in ready:
+            api.patch(f"/api/v1/nodes/{first.name}", json={"metadata": {"labels": {CONTROL_PLANE_ROLE: ""}}},
+                      headers={"Content-Type": "application/merge-patch+json"})
+    return sorted(wanted - ready)
