@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import signal
 import sys
 from pathlib import Path
-from typing import Any
 
 import click
+
+from minikube_py.cli.signals import run_until_signalled
 
 
 @click.command("hollow-nodes")
@@ -32,17 +32,6 @@ def hollow_nodes(config_file: str, verbosity: int) -> None:
     logging.getLogger("httpx").setLevel(logging.WARNING)
     try:
         nodes = hollow.load(Path(config_file))
-        asyncio.run(_run_until_signalled(hollow.run_hollow_nodes(nodes)))
+        asyncio.run(run_until_signalled(hollow.run_hollow_nodes(nodes)))
     except (hollow.HollowConfigError, app.KubeletSetupError, OSError) as error:
         raise click.ClickException(str(error)) from None
-
-
-async def _run_until_signalled(main: Any) -> None:
-    task = asyncio.ensure_future(main)
-    loop = asyncio.get_running_loop()
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(signum, task.cancel)
-    try:
-        await task
-    except asyncio.CancelledError:
-        pass

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import signal
 import sys
 from pathlib import Path
 from typing import Any
@@ -20,6 +19,7 @@ from typing import Any
 import click
 
 from minikube_py.cli.flags import Duration, IPAddress
+from minikube_py.cli.signals import run_until_signalled
 
 _FILE = click.Path(exists=True, dir_okay=False)
 
@@ -74,17 +74,6 @@ def kubelet(**flags: Any) -> None:
     except KubeletConfigError as error:
         raise click.UsageError(str(error)) from None
     try:
-        asyncio.run(_run_until_signalled(app.run(config)))
+        asyncio.run(run_until_signalled(app.run(config)))
     except app.KubeletSetupError as error:
         raise click.ClickException(str(error)) from None
-
-
-async def _run_until_signalled(main: Any) -> None:
-    task = asyncio.ensure_future(main)
-    loop = asyncio.get_running_loop()
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(signum, task.cancel)
-    try:
-        await task
-    except asyncio.CancelledError:
-        pass

@@ -32,12 +32,16 @@ import sys
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from minikube_py.cli.cluster import HOST, PORT_RANGE, Cluster, list_clusters, port_in_use
 from minikube_py.cli.components import Component, unverified_tls_context
 from minikube_py.cli.supervisor import Health, client_tls_context, probe_https
+
+if TYPE_CHECKING:  # imported when needed: `mkpy status` should not load the kubelet's modules
+    from minikube_py.kubelet.runtime.containerd import ContainerdLayout
 
 RUNTIME_READY_TIMEOUT = 15.0
 KUBELET_READY_TIMEOUT = 20.0
@@ -199,7 +203,7 @@ def images_cache(cluster: Cluster) -> Path:
     return cluster.dir.parent / ".images"
 
 
-def containerd_layout(cluster: Cluster, node: Node):  # -> containerd.ContainerdLayout
+def containerd_layout(cluster: Cluster, node: Node) -> ContainerdLayout:
     from minikube_py.kubelet.runtime.containerd import ContainerdLayout
 
     return ContainerdLayout(node_dir(cluster, node) / "containerd", socket_dir=socket_dir(cluster, node))

@@ -14,13 +14,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import signal
 import sys
 from typing import Any
 
 import click
 
 from minikube_py.cli.flags import Duration, IPAddress
+from minikube_py.cli.signals import run_until_signalled
 
 _FILE = click.Path(exists=True, dir_okay=False)
 
@@ -64,28 +64,11 @@ def scheduler(ctx: click.Context, **flags: Any) -> None:
         secure_port=flags["secure_port"], tls_cert_file=flags["tls_cert_file"] or "",
         tls_private_key_file=flags["tls_private_key_file"] or "", explain=flags["explain"])
     try:
-        asyncio.run(_run_until_signalled(app.run(options)))
+        stopped = asyncio.run(run_until_signalled(app.run(options)))
     except app.SchedulerSetupError as error:
         raise click.ClickException(str(error)) from None
-    except LeaderElectionLost:
+    if not stopped:  # app.run returns only when the Lease was lost
         sys.exit(1)
-
-
-class LeaderElectionLost(Exception):
-    pass
-
-
-async def _run_until_signalled(main: Any) -> None:
-    """Run `main`; SIGTERM and SIGINT cancel it (so the Lease is released); returning means the Lease was lost."""
-    task = asyncio.ensure_future(main)
-    loop = asyncio.get_running_loop()
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(signum, task.cancel)
-    try:
-        await task
-    except asyncio.CancelledError:
-        return
-    raise LeaderElectionLost()
 
 
 @scheduler.command()

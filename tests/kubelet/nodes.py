@@ -6,29 +6,15 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import httpx
 
 from tests.harness import ControlPlane
+from tests.scheduler.cluster import eventually
 
-T = TypeVar("T")
 REPO = Path(__file__).resolve().parents[2]
-
-
-def eventually(check: Callable[[], T | None], timeout: float = 20.0, interval: float = 0.1,
-               message: str = "condition") -> T:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = check()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {message}")
-        time.sleep(interval)
 
 
 class _Process:
