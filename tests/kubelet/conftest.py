@@ -15,10 +15,12 @@ from tests.kubelet.nodes import FakeNode
 @pytest.fixture(scope="session")
 def fake_node(control_plane: ControlPlane) -> Iterator[FakeNode]:  # noqa: F811
     node = FakeNode(control_plane, "sim-1")
-    with control_plane.client() as client:
-        node.wait_ready(client)
-    yield node
-    node.stop()
+    try:
+        with control_plane.client() as client:
+            node.wait_ready(client)
+        yield node
+    finally:
+        node.stop()  # also when it never got Ready: no runtime process outlives the tests
 
 
 @pytest.fixture()
