@@ -60,7 +60,9 @@ def parse_resource_path(method: str, path: str, watch_param: str | None) -> Requ
     name = rest[1] if len(rest) > 1 else ""
     subresource = rest[2] if len(rest) > 2 else ""
     verb = _verb(method, bool(name), watch_param)
-    return RequestInfo(verb, group, version, resource, namespace, name, subresource, parts_valid=len(rest) <= 3)
+    # Only `proxy` takes a path after it (`/nodes/{name}/proxy/stats/summary`), authorized as `nodes/proxy`.
+    valid = len(rest) <= 3 or subresource == "proxy"
+    return RequestInfo(verb, group, version, resource, namespace, name, subresource, parts_valid=valid)
 
 
 def _verb(method: str, has_name: bool, watch_param: str | None) -> str:

@@ -369,6 +369,29 @@ def test_nodes_proxy_reaches_the_kubelet(world: World) -> None:
     assert summary.json()["node"]["nodeName"] == NODE
 
 
+def test_nodes_proxy_with_a_path_is_authorized_as_the_nodes_proxy_subresource(world: World) -> None:
+    role = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": "node-proxier"},
+            "rules": [{"apiGroups": [""], "resources": ["nodes/proxy"], "verbs": ["get"]}]}
+    binding = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+               "metadata": {"name": "olga-node-proxier"},
+               "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "node-proxier"},
+               "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "olga"}]}
+    with world.cp.client() as c:
+        assert c.post("/apis/rbac.authorization.k8s.io/v1/clusterroles", json=role).status_code == 201
+        assert c.post("/apis/rbac.authorization.k8s.io/v1/clusterrolebindings", json=binding).status_code == 201
+
+    def get(user: str) -> httpx.Response:
+        config = load_kubeconfig(world.cp.component_kubeconfig(user, user))
+        with httpx.Client(verify=config.ssl_context(), base_url=world.cp.url, timeout=10) as c:
+            return c.get(f"/api/v1/nodes/{NODE}/proxy/stats/summary")
+
+    allowed = wait_until(lambda: (r := get("olga")).status_code == 200 and r, "RBAC to see the new binding")
+    assert allowed.json()["node"]["nodeName"] == NODE
+    refused = get("eve")
+    assert refused.status_code == 403
+    assert 'cannot get resource "nodes/proxy"' in refused.json()["message"]
+
+
 def test_the_kubelet_refuses_users_other_than_the_apiserver(world: World) -> None:
     """An admin certificate is allowed by RBAC; a user without nodes/proxy is not."""
     with world.cp.client() as c:
