@@ -69,7 +69,7 @@ class Kubelet:
         self.workers = PodWorkers(self.sync_pod)
         self.probes = ProbeManager(runtime, self.workers.update, self.event)
         self.objects = ObjectManager(client, self.workers.update)
-        self.node = NodeAgent(client, config, self.observe)
+        self.node = NodeAgent(client, config, self.observe, self._node_event)
         self.stats = StatsProvider(runtime, config.node_name, self.node.machine.memory_bytes)
         self.informers = SharedInformerFactory(client)
         self._fingerprints: dict[str, tuple[Any, ...]] = {}
@@ -121,13 +121,20 @@ class Kubelet:
 
     async def _relist_loop(self) -> None:
         """The PLEG: list the runtime, wake the worker of every pod whose sandboxes or containers changed
-        (including pods the API no longer has); resync every pod every `sync_frequency`."""
+        (including pods the API no longer has); resync every pod every `sync_frequency`, and at once when
+        the runtime answers again after failing (it may have restarted and lost what it ran)."""
         last_resync = time.monotonic()
+        failing = False
         while True:
             try:
                 await self._relist()
+                if failing:
+                    log.info("the container runtime answers again; re-syncing every pod")
+                    last_resync = 0.0
+                failing = False
             except CRIError as error:
                 log.warning("relisting the runtime failed: %s", error)
+                failing = True
             if time.monotonic() - last_resync >= self.config.sync_frequency:
                 last_resync = time.monotonic()
                 for uid in list(self.bound_pods):
@@ -270,6 +277,11 @@ class Kubelet:
         raise LookupError(f'pod "{name}" not found')
 
     # -- what the pieces ask of the kubelet ---------------------------------------------------------------
+
+    def _node_event(self, type: str, reason: str, message: str) -> None:
+        # kube's kubelet names its Node in events with the node's name as uid (`kubectl describe node` asks so)
+        name = self.config.node_name
+        self._recorder.event({"kind": "Node", "apiVersion": "v1", "name": name, "uid": name}, type, reason, message)
 
     def event(self, pod: dict[str, Any], type: str, reason: str, message: str, container: str | None = None) -> None:
         reference = object_reference(pod)

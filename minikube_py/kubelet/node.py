@@ -38,10 +38,12 @@ class NodeAgent:
     """One node's registration, status and Lease. `observe` gathers what the status is computed from."""
 
     def __init__(self, client: RESTClient, config: KubeletConfig,
-                 observe: Callable[[], Awaitable[nodestatus.Observed]]) -> None:
+                 observe: Callable[[], Awaitable[nodestatus.Observed]],
+                 event: Callable[[str, str, str], None] = lambda type, reason, message: None) -> None:
         self._client = client
         self._config = config
         self._observe = observe
+        self._event = event  # (type, reason, message) about the Node: NodeReady / NodeNotReady
         self.machine = nodestatus.machine_info(config)
         self._reported: dict[str, Any] | None = None
         self._reported_at = 0.0
@@ -81,9 +83,14 @@ class NodeAgent:
         due = time.monotonic() - self._reported_at >= self._config.node_status_report_frequency
         if not (force or due or nodestatus.status_changed(self._reported, status)):
             return False
+        was_ready = self._reported is not None and nodestatus.ready(self._reported)
         # A merge patch replaces lists whole: conditions, addresses and images are always sent complete.
         node = await self._client.patch(resources.NODES, self.name, {"status": status}, subresource="status")
         self._remember(node)
+        if nodestatus.ready(status) != was_ready:
+            ready = nodestatus.ready(status)
+            self._event("Normal", "NodeReady" if ready else "NodeNotReady",
+                        f"Node {self.name} status is now: {'NodeReady' if ready else 'NodeNotReady'}")
         return True
 
     async def _reconcile_existing(self, wanted: dict[str, Any]) -> dict[str, Any]:

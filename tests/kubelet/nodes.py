@@ -49,10 +49,14 @@ class FakeNode:
                                                   groups=("system:nodes",))
         self.pod_cidr = pod_cidr
         self.kubelet_args = kubelet_args
-        self.runtime = _Process([sys.executable, "-m", "minikube_py.cli.main", "fake-cri", f"--listen={self.socket}",
-                                 f"--pod-cidr={pod_cidr}", f"--node-name={name}"], self.dir / "fake-cri.log")
+        self.runtime = self.start_runtime()
         self.kubelet: _Process | None = None
         self.start_kubelet()
+
+    def start_runtime(self) -> _Process:
+        self.runtime = _Process([sys.executable, "-m", "minikube_py.cli.main", "fake-cri", f"--listen={self.socket}",
+                                 f"--pod-cidr={self.pod_cidr}", f"--node-name={self.name}"], self.dir / "fake-cri.log")
+        return self.runtime
 
     def start_kubelet(self) -> None:
         self.kubelet = _Process([

@@ -307,3 +307,33 @@ def test_a_kubelet_killed_mid_startup_finishes_the_pod_once_back(api: httpx.Clie
     pod = wait_phase(api, namespace, "interrupted", "Running", timeout=20)
     assert container_status(pod, "setup", init=True)["restartCount"] == 0
     assert container_status(pod)["restartCount"] == 0
+
+
+def test_a_runtime_that_goes_away_makes_the_node_not_ready_until_it_is_back(api: httpx.Client, namespace: str,
+                                                                            fake_node: FakeNode) -> None:
+    create(api, namespace, make_pod("survivor"))
+    before = container_status(wait_phase(api, namespace, "survivor", "Running"))["containerID"]
+
+    def ready_condition() -> dict[str, Any]:
+        node = api.get(f"/api/v1/nodes/{fake_node.name}").json()
+        return next(c for c in node["status"]["conditions"] if c["type"] == "Ready")
+
+    fake_node.runtime.stop()
+    try:
+        down = eventually(lambda: (c := ready_condition())["status"] == "False" and c, 15,
+                          message="the node NotReady")
+        assert down["reason"] == "KubeletNotReady" and "container runtime is down" in down["message"]
+    finally:
+        fake_node.start_runtime()
+    eventually(lambda: ready_condition()["status"] == "True", 15, message="the node Ready again")
+    def node_event_reasons() -> set[str]:
+        events = api.get("/api/v1/namespaces/default/events",
+                         params={"fieldSelector": f"involvedObject.name={fake_node.name}"}).json()["items"]
+        return {e["reason"] for e in events}
+    eventually(lambda: {"NodeNotReady", "NodeReady"} <= node_event_reasons(), 10, message="the node's events")
+    # The fake runtime forgot its containers (it keeps no state on disk); the pod is not lost: it runs again,
+    # in a new container.
+    def rerun() -> bool:
+        status = container_status(get(api, namespace, "survivor"))
+        return status["containerID"] != before and "running" in status["state"]
+    eventually(rerun, 15, message="the pod running again in the restarted runtime")

@@ -55,6 +55,11 @@ class RuntimeClient:
             options=[
                 ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
                 ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
+                # A runtime that restarts is back within a second or two; without these, gRPC waits up to
+                # 2 minutes between reconnection attempts and the kubelet would not notice for that long.
+                ("grpc.initial_reconnect_backoff_ms", 100),
+                ("grpc.min_reconnect_backoff_ms", 100),
+                ("grpc.max_reconnect_backoff_ms", 1000),
             ],
         )
         self._runtime = api_pb2_grpc.RuntimeServiceStub(self._channel)
