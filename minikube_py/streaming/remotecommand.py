@@ -27,13 +27,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
-from starlette.websockets import WebSocket, WebSocketDisconnect
+from starlette.websockets import WebSocket
 from websockets.asyncio.client import ClientConnection
 from websockets.exceptions import ConnectionClosed
 
 from . import channels
 from .channels import CLOSE, ERROR, RESIZE, STDERR, STDIN, STDOUT
 from .session import SpdySession, SpdyStream
+from .transport import StarletteWebSocketStream
 
 STREAM_TYPE = "streamtype"
 STREAM_CREATION_TIMEOUT = 30.0  # seconds a SPDY server waits for the client's streams, as the kubelet does
@@ -88,43 +89,28 @@ class Channels(Protocol):
 
 
 class WebSocketChannels:
-    """The server side over an accepted Starlette WebSocket speaking `protocol` (v4 or v5)."""
+    """The server side over an accepted Starlette WebSocket speaking `protocol` (v4 or v5): each binary
+    message of the socket (`transport.StarletteWebSocketStream`) is one channel byte and its data."""
 
     def __init__(self, websocket: WebSocket, protocol: str) -> None:
-        self.websocket = websocket
+        self.stream = StarletteWebSocketStream(websocket)
         self.protocol = protocol
-        self.closed = False
 
     async def receive(self) -> tuple[int, bytes] | None:
-        while not self.closed:
-            try:
-                message = await self.websocket.receive()
-            except (WebSocketDisconnect, RuntimeError):
-                break
-            if message["type"] == "websocket.disconnect":
-                break
-            if not message.get("bytes"):
-                continue
-            channel, data = channels.decode(message["bytes"])
+        while message := await self.stream.read():
+            channel, data = channels.decode(message)
             if channel == CLOSE and self.protocol != channels.V5:
-                continue
+                continue  # v4 has no "stdin closed" channel
             return channel, data
-        self.closed = True
         return None
 
     async def send(self, channel: int, data: bytes) -> None:
-        if self.closed:
-            return
-        try:
-            await self.websocket.send_bytes(channels.encode(channel, data))
-        except (WebSocketDisconnect, RuntimeError):
-            self.closed = True
+        if not self.stream.closed:
+            with contextlib.suppress(ConnectionResetError):
+                await self.stream.write(channels.encode(channel, data))
 
     async def close(self) -> None:
-        if not self.closed:
-            self.closed = True
-            with contextlib.suppress(WebSocketDisconnect, RuntimeError):
-                await self.websocket.close(1000)
+        await self.stream.close()
 
 
 class ClientWebSocketChannels:
