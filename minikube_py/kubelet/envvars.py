@@ -142,11 +142,16 @@ async def _object_data(objects: ObjectGetter, kind: str, namespace: str, name: s
 
 
 def object_data(obj: dict[str, Any]) -> dict[str, str]:
-    """A ConfigMap's data (binaryData decoded) or a Secret's data decoded, as text."""
+    """A ConfigMap's or Secret's values as text (what environment variables get)."""
+    return {key: value.decode(errors="replace") for key, value in object_bytes(obj).items()}
+
+
+def object_bytes(obj: dict[str, Any]) -> dict[str, bytes]:
+    """A ConfigMap's or Secret's values as bytes (what volume files get): a Secret's `data` and a ConfigMap's
+    `binaryData` are base64, a ConfigMap's `data` is text."""
     if obj.get("kind") == "Secret":
-        return {key: base64.b64decode(value).decode(errors="replace")
-                for key, value in (obj.get("data") or {}).items()}
-    data = dict(obj.get("data") or {})
+        return {key: base64.b64decode(value) for key, value in (obj.get("data") or {}).items()}
+    data = {key: str(value).encode() for key, value in (obj.get("data") or {}).items()}
     for key, value in (obj.get("binaryData") or {}).items():
-        data[key] = base64.b64decode(value).decode(errors="replace")
+        data[key] = base64.b64decode(value)
     return data

@@ -36,7 +36,7 @@ from minikube_py.kubelet.config import KubeletConfig
 from minikube_py.kubelet.cri import api_pb2 as cri
 from minikube_py.kubelet.cri.client import RuntimeClient
 from minikube_py.kubelet.cri.errors import CRIError
-from minikube_py.kubelet.kuberuntime import RuntimeManager, SyncResult
+from minikube_py.kubelet.kuberuntime import RuntimeManager, SyncResult, termination_grace
 from minikube_py.kubelet.node import NodeAgent
 from minikube_py.kubelet.objects import ObjectManager
 from minikube_py.kubelet.podworkers import PodWorkers, SyncOutcome
@@ -182,7 +182,7 @@ class Kubelet:
         if (pod.get("status") or {}).get("phase") in podstatus.TERMINAL_PHASES:
             self.probes.remove_pod(uid)
             if any(c.running for c in state.containers) or any(s.ready for s in state.sandboxes):
-                await self.manager.kill_pod(pod, state, _grace(pod))
+                await self.manager.kill_pod(pod, state, termination_grace(pod))
             return SyncOutcome()
         result = await self.manager.sync_pod(pod, state,
                                              failed_probe=lambda name: self.probes.failed_probe(uid, name))
@@ -190,7 +190,7 @@ class Kubelet:
         self.probes.sync(pod, state)
         status = await self._update_status(pod, state, result)
         if status.get("phase") in podstatus.TERMINAL_PHASES:
-            await self.manager.kill_pod(pod, state, _grace(pod))
+            await self.manager.kill_pod(pod, state, termination_grace(pod))
         await self.manager.prune_dead_containers(state)
         return SyncOutcome(retry_in=result.retry_in)
 
@@ -335,6 +335,3 @@ def _reported_images(images: list[cri.Image]) -> list[dict[str, Any]]:
     ordered = sorted(images, key=lambda image: image.size, reverse=True)[:MAX_REPORTED_IMAGES]
     return [{"names": list(image.repo_digests) + list(image.repo_tags), "sizeBytes": image.size} for image in ordered]
 
-
-def _grace(pod: dict[str, Any]) -> int:
-    return int((pod.get("spec") or {}).get("terminationGracePeriodSeconds", 30))

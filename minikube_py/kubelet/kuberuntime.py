@@ -184,7 +184,7 @@ class RuntimeManager:
             why = (f"Container {name} failed {failed_probe} probe, will be restarted" if failed_probe
                    else f"Container {name} definition changed, will be restarted")
             self.recorder.event(ctx.pod, "Normal", "Killing", why, container=name)
-            await self.kill_container(ctx.pod, latest, _grace(ctx.pod), run_pre_stop=True)
+            await self.kill_container(ctx.pod, latest, termination_grace(ctx.pod), run_pre_stop=True)
             return  # the next sync sees it exited and restarts it (restartPolicy permitting)
         policy = (ctx.pod.get("spec") or {}).get("restartPolicy", "Always")
         if policy == "Never" or (policy == "OnFailure" and latest.exit_code == 0):
@@ -255,7 +255,7 @@ class RuntimeManager:
         post_start = (container.get("lifecycle") or {}).get("postStart")
         if post_start:
             failure = await handlers.run_hook(self.runtime, post_start, container_id, ctx.pod_ip, container,
-                                              _grace(ctx.pod))
+                                              termination_grace(ctx.pod))
             if failure:
                 self.recorder.event(ctx.pod, "Warning", "FailedPostStartHook", failure, container=name)
                 await self.runtime.stop_container(container_id, 0)
@@ -438,7 +438,8 @@ def _key(pod: dict[str, Any], container: str) -> str:
     return f"{pod['metadata']['uid']}/{container}"
 
 
-def _grace(pod: dict[str, Any]) -> int:
+def termination_grace(pod: dict[str, Any]) -> int:
+    """The pod's `terminationGracePeriodSeconds` (kube's default: 30)."""
     return int((pod.get("spec") or {}).get("terminationGracePeriodSeconds", 30))
 
 

@@ -20,7 +20,6 @@ Usage rules: a volume that cannot be set up raises `VolumeError` with kube's mes
 
 from __future__ import annotations
 
-import base64
 import shutil
 import stat
 import time
@@ -30,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from minikube_py.kubelet import atomicwriter
-from minikube_py.kubelet.envvars import ObjectGetter, field_value, object_data, resource_value
+from minikube_py.kubelet.envvars import ObjectGetter, field_value, object_bytes, resource_value
 
 DEFAULT_MODE = 0o644
 # (namespace, service account, audiences, expiration seconds, pod name, pod uid) -> (token, expires at epoch s)
@@ -120,7 +119,7 @@ class VolumeManager:
             if source.get("optional"):
                 return {}
             raise VolumeError(f'{label} "{name}" not found')
-        data = _raw_data(obj)
+        data = object_bytes(obj)
         items = source.get("items")
         if not items:
             return {key: (value, mode) for key, value in data.items()}
@@ -202,13 +201,3 @@ def host_path(source: dict[str, Any]) -> Path:
         if not test(mode):
             raise VolumeError(f"hostPath type check failed: {path} is not {what}")
     return path
-
-
-def _raw_data(obj: dict[str, Any]) -> dict[str, bytes]:
-    """File contents as bytes: a Secret's data and a ConfigMap's binaryData are binary-safe."""
-    if obj.get("kind") == "Secret":
-        return {key: base64.b64decode(value) for key, value in (obj.get("data") or {}).items()}
-    data = {key: value.encode() for key, value in object_data({"data": obj.get("data")}).items()}
-    for key, value in (obj.get("binaryData") or {}).items():
-        data[key] = base64.b64decode(value)
-    return data

@@ -80,6 +80,11 @@ class Status:
             error = RuntimeError(error)
         return cls(Code.ERROR, [str(error) or type(error).__name__], error=error)  # httpx's timeouts say nothing
 
+    @classmethod
+    def state_not_found(cls, key: str) -> Status:
+        """The error of a plugin whose PreFilter/PreScore did not write `key` into the CycleState."""
+        return cls.as_error(f'reading "{key}" from cycleState: not found')
+
     def is_success(self) -> bool:
         return self.code == Code.SUCCESS
 

@@ -104,14 +104,14 @@ class InterPodAffinity:
         try:
             filtering.update_with_pod(state.read(_PRE_FILTER_KEY), pod_info, node_info, delta)
         except KeyError:
-            return Status.as_error(f'reading "{_PRE_FILTER_KEY}" from cycleState: not found')
+            return Status.state_not_found(_PRE_FILTER_KEY)
         return None
 
     def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
         try:
             pre_filter_state = state.read(_PRE_FILTER_KEY)
         except KeyError:
-            return Status.as_error(f'reading "{_PRE_FILTER_KEY}" from cycleState: not found')
+            return Status.state_not_found(_PRE_FILTER_KEY)
         return filtering.filter_node(pre_filter_state, node_info)
 
     # --- PreScore / Score / NormalizeScore ---------------------------------------------------------------
@@ -143,7 +143,7 @@ class InterPodAffinity:
         try:
             return scoring.score_node(state.read(_PRE_SCORE_KEY), node_info), None
         except KeyError:
-            return 0, Status.as_error(f'reading "{_PRE_SCORE_KEY}" from cycleState: not found')
+            return 0, Status.state_not_found(_PRE_SCORE_KEY)
 
     def score_extensions(self) -> InterPodAffinity:
         return self
@@ -152,7 +152,7 @@ class InterPodAffinity:
         try:
             scoring.normalize_scores(state.read(_PRE_SCORE_KEY), scores)
         except KeyError:
-            return Status.as_error(f'reading "{_PRE_SCORE_KEY}" from cycleState: not found')
+            return Status.state_not_found(_PRE_SCORE_KEY)
         return None
 
     # --- queueing ----------------------------------------------------------------------------------------

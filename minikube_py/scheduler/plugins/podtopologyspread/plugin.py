@@ -96,7 +96,7 @@ class PodTopologySpread:
         try:
             pre_filter_state = state.read(_PRE_FILTER_KEY)
         except KeyError:
-            return Status.as_error(f'reading "{_PRE_FILTER_KEY}" from cycleState: not found')
+            return Status.state_not_found(_PRE_FILTER_KEY)
         filtering.update_with_pod(pre_filter_state, pod_info, node_info, delta)
         return None
 
@@ -104,7 +104,7 @@ class PodTopologySpread:
         try:
             pre_filter_state = state.read(_PRE_FILTER_KEY)
         except KeyError:
-            return Status.as_error(f'reading "{_PRE_FILTER_KEY}" from cycleState: not found')
+            return Status.state_not_found(_PRE_FILTER_KEY)
         return filtering.filter_node(pre_filter_state, node_info)
 
     # --- PreScore / Score / NormalizeScore ---------------------------------------------------------------
@@ -132,7 +132,7 @@ class PodTopologySpread:
         try:
             return scoring.score_node(state.read(_PRE_SCORE_KEY), node_info), None
         except KeyError:
-            return 0, Status.as_error(f'reading "{_PRE_SCORE_KEY}" from cycleState: not found')
+            return 0, Status.state_not_found(_PRE_SCORE_KEY)
 
     def score_extensions(self) -> PodTopologySpread:
         return self
@@ -141,7 +141,7 @@ class PodTopologySpread:
         try:
             scoring.normalize_scores(state.read(_PRE_SCORE_KEY), scores)
         except KeyError:
-            return Status.as_error(f'reading "{_PRE_SCORE_KEY}" from cycleState: not found')
+            return Status.state_not_found(_PRE_SCORE_KEY)
         return None
 
     # --- queueing ----------------------------------------------------------------------------------------
