@@ -216,12 +216,19 @@ def _choose_ports(taken: set[int], keep: Ports | None = None) -> Ports:
     """Fresh ports for a new cluster, or for the ones `keep` lacks (0) when a newer mkpy added components."""
     wanted = asdict(keep) if keep is not None else {name: 0 for name in Ports.__dataclass_fields__}
     missing = [name for name, port in wanted.items() if not port]
+    chosen = free_ports(len(missing), taken)
+    return Ports(**{**wanted, **dict(zip(missing, chosen, strict=True))})
+
+
+def free_ports(count: int, taken: set[int]) -> list[int]:
+    """`count` ports from PORT_RANGE, none of them in `taken` (recorded by some cluster) or in use now, in
+    random order."""
     candidates = [port for port in range(PORT_RANGE[0], PORT_RANGE[1] + 1) if port not in taken]
     random.shuffle(candidates)
-    chosen = list(itertools.islice((port for port in candidates if not port_in_use(port)), len(missing)))
-    if len(chosen) < len(missing):
+    chosen = list(itertools.islice((port for port in candidates if not port_in_use(port)), count))
+    if len(chosen) < count:
         raise click.ClickException(f"no free ports on {HOST} between {PORT_RANGE[0]} and {PORT_RANGE[1]}")
-    return Ports(**{**wanted, **dict(zip(missing, chosen, strict=True))})
+    return chosen
 
 
 def _read(cluster_dir: Path) -> Cluster | None:

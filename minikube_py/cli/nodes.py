@@ -26,7 +26,6 @@ import hashlib
 import ipaddress
 import json
 import os
-import random
 import shutil
 import sys
 import time
@@ -36,7 +35,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from minikube_py.cli.cluster import HOST, PORT_RANGE, Cluster, list_clusters, port_in_use
+from minikube_py.cli.cluster import HOST, Cluster, free_ports, list_clusters
 from minikube_py.cli.components import Component, unverified_tls_context
 from minikube_py.cli.supervisor import Health, client_tls_context, probe_https
 
@@ -287,12 +286,7 @@ def _free_ports(count: int, taken: set[int]) -> list[int]:
         nodes = load(other)
         for node in nodes.nodes if nodes else []:
             taken.update((node.kubelet_port, node.healthz_port))
-    candidates = [port for port in range(PORT_RANGE[0], PORT_RANGE[1] + 1) if port not in taken]
-    random.shuffle(candidates)
-    chosen = [port for port in candidates[:count * 20] if not port_in_use(port)][:count]
-    if len(chosen) < count:
-        raise click.ClickException(f"no free ports on {HOST} for the node")
-    return chosen
+    return free_ports(count, taken)
 
 
 def components(cluster: Cluster, nodes: NodeSet) -> list[Component]:
