@@ -91,40 +91,33 @@ class RuntimeManager:
         spec = pod.get("spec") or {}
         names = [c["name"] for c in spec.get("initContainers") or []] + [c["name"] for c in spec.get("containers") or []]
         sandbox = state.sandbox
-        if sandbox is None or not sandbox.ready:
-            if sandbox is not None and spec.get("restartPolicy") == "Never" and any(
-                    not c.init for c in state.containers):
-                return result  # the pod ran and its sandbox is gone: it is over
-            for name in names:
+        needs_sandbox = sandbox is None or not sandbox.ready
+        if needs_sandbox and sandbox is not None and spec.get("restartPolicy") == "Never" and any(
+                not c.init for c in state.containers):
+            return result  # the pod ran and its sandbox is gone: it is over
+        for name in names:
+            if needs_sandbox or state.latest(name) is None:
                 result.wait(name, "ContainerCreating" if name in _app_names(spec) else "PodInitializing")
+        try:
+            volume_paths = await self.volumes.set_up(pod)
+        except VolumeError as error:
+            self.recorder.event(pod, "Warning", "FailedMount", str(error))
+            result.retry(2.0)
+            return result
+        if needs_sandbox:
             if sandbox is not None:
                 self.recorder.event(pod, "Normal", "SandboxChanged",
                                     "Pod sandbox changed, it will be killed and re-created.")
                 await self._stop_pod_containers(pod, state, grace=0)
-            try:
-                await self.volumes.set_up(pod)
-            except VolumeError as error:
-                self.recorder.event(pod, "Warning", "FailedMount", str(error))
-                result.retry(2.0)
-                return result
             attempt = sandbox.attempt + 1 if sandbox is not None else 0
             if not await self._create_sandbox(pod, attempt, result):
                 return result
-            result.waiting.clear()
             state = await runtimestate.pod_state(self.runtime, state.uid)
             sandbox = state.sandbox
             if sandbox is None or not sandbox.ready:
                 result.retry(1.0)
                 return result
-        try:
-            volume_paths = await self.volumes.set_up(pod)
-        except VolumeError as error:
-            self.recorder.event(pod, "Warning", "FailedMount", str(error))
-            for name in names:
-                if state.latest(name) is None:
-                    result.wait(name, "ContainerCreating")
-            result.retry(2.0)
-            return result
+        result.waiting.clear()  # from here each step says for itself why a container still waits
         sandbox_config = containerconfig.sandbox_config(pod, sandbox.attempt, self.config.pod_logs_dir,
                                                         self.config.cgroup_root)
         context = _StartContext(pod, state, sandbox.id, sandbox.ip, sandbox_config, volume_paths)
