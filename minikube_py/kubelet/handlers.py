@@ -25,7 +25,8 @@ from minikube_py.kubelet.cri.errors import CRIError
 @dataclass
 class Outcome:
     success: bool
-    output: str
+    output: str  # what the action said: the command's output, the HTTP body, or why it failed
+    exit_code: int | None = None  # an exec's exit code
 
 
 async def run_action(runtime: RuntimeClient, action: dict[str, Any], container_id: str, pod_ip: str,
@@ -37,9 +38,7 @@ async def run_action(runtime: RuntimeClient, action: dict[str, Any], container_i
         except CRIError as error:
             return Outcome(False, error.message)
         output = (response.stdout + response.stderr).decode(errors="replace")
-        if response.exit_code != 0:
-            return Outcome(False, f"command {' '.join(command)!r} exited with {response.exit_code}: {output}")
-        return Outcome(True, output)
+        return Outcome(response.exit_code == 0, output, response.exit_code)
     if "httpGet" in action:
         return await _http_get(action["httpGet"], pod_ip, container, timeout)
     if "tcpSocket" in action:
@@ -65,6 +64,10 @@ async def run_hook(runtime: RuntimeClient, hook: dict[str, Any], container_id: s
     if outcome.success:
         return None
     kind = "Exec" if "exec" in hook else "HTTP" if "httpGet" in hook else "TCP" if "tcpSocket" in hook else "Sleep"
+    if outcome.exit_code is not None:
+        command = " ".join((hook["exec"] or {}).get("command") or [])
+        return f"{kind} lifecycle hook failed: command {command!r} exited with {outcome.exit_code}: " \
+               f"{outcome.output.strip()}"
     return f"{kind} lifecycle hook failed: {outcome.output.strip()}"
 
 

@@ -278,7 +278,7 @@ class _Worker:
             return Result.UNKNOWN, str(error) or type(error).__name__
         if outcome.success:
             return Result.SUCCESS, outcome.output
-        return Result.FAILURE, _probe_output(probe, outcome.output)
+        return Result.FAILURE, outcome.output  # for exec, kube shows only the command's own output
 
     async def _wait(self, seconds: float) -> None:
         """Sleep until the next period, or less if the container's startup probe succeeds meanwhile."""
@@ -312,17 +312,6 @@ def _cannot_run(probe: dict[str, Any], container: dict[str, Any], entry: _Pod) -
     if not 0 < port < 65536:
         return f"invalid port number: {port}"
     return None
-
-
-def _probe_output(probe: dict[str, Any], message: str) -> str:
-    """What a failed probe's event shows: run_action's message, except that for exec kube shows only the
-    command's own output (run_action's message also names the command and exit code, for hook events)."""
-    if "exec" in probe:
-        command = " ".join((probe["exec"] or {}).get("command") or [])
-        prefix = f"command {command!r} exited with "
-        if message.startswith(prefix):
-            return message[len(prefix):].partition(": ")[2]
-    return message
 
 
 def _integer(value: Any, default: int) -> int:
