@@ -143,3 +143,26 @@ class ControlPlane:
             "contexts": [{"name": "test", "context": {"cluster": "test", "user": "user"}}],
         }
         (path or self.kubeconfig).write_text(yaml.safe_dump(config))
+
+
+class ChildProcess:
+    """A component started as a child process of the tests, its output appended to `log_file`."""
+
+    def __init__(self, argv: list[str], log_file: Path) -> None:
+        self.log_file = log_file
+        with open(log_file, "ab") as log:
+            self.process = subprocess.Popen(argv, stdout=log, stderr=log, stdin=subprocess.DEVNULL,
+                                            cwd=Path(__file__).resolve().parents[1],
+                                            env={**os.environ, "PYTHONUNBUFFERED": "1"})
+
+    def log(self) -> str:
+        return self.log_file.read_text(errors="replace")
+
+    def stop(self, kill: bool = False) -> None:
+        if self.process.poll() is None:
+            self.process.kill() if kill else self.process.terminate()
+            try:
+                self.process.wait(10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()

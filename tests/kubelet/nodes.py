@@ -3,38 +3,16 @@ plane, as `mkpy up --simulated-nodes` runs them."""
 
 from __future__ import annotations
 
-import os
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 import httpx
 
-from tests.harness import ControlPlane
+from tests.harness import ChildProcess, ControlPlane
 from tests.scheduler.cluster import eventually
 
 REPO = Path(__file__).resolve().parents[2]
-
-
-class _Process:
-    def __init__(self, argv: list[str], log_file: Path) -> None:
-        self.log_file = log_file
-        with open(log_file, "ab") as log:
-            self.process = subprocess.Popen(argv, stdout=log, stderr=log, stdin=subprocess.DEVNULL, cwd=REPO,
-                                            env={**os.environ, "PYTHONUNBUFFERED": "1"})
-
-    def log(self) -> str:
-        return self.log_file.read_text(errors="replace")
-
-    def stop(self, kill: bool = False) -> None:
-        if self.process.poll() is None:
-            self.process.kill() if kill else self.process.terminate()
-            try:
-                self.process.wait(10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
 
 
 class FakeNode:
@@ -50,16 +28,16 @@ class FakeNode:
         self.pod_cidr = pod_cidr
         self.kubelet_args = kubelet_args
         self.runtime = self.start_runtime()
-        self.kubelet: _Process | None = None
+        self.kubelet: ChildProcess | None = None
         self.start_kubelet()
 
-    def start_runtime(self) -> _Process:
-        self.runtime = _Process([sys.executable, "-m", "minikube_py.cli.main", "fake-cri", f"--listen={self.socket}",
+    def start_runtime(self) -> ChildProcess:
+        self.runtime = ChildProcess([sys.executable, "-m", "minikube_py.cli.main", "fake-cri", f"--listen={self.socket}",
                                  f"--pod-cidr={self.pod_cidr}", f"--node-name={self.name}"], self.dir / "fake-cri.log")
         return self.runtime
 
     def start_kubelet(self) -> None:
-        self.kubelet = _Process([
+        self.kubelet = ChildProcess([
             sys.executable, "-m", "minikube_py.cli.main", "kubelet", f"--kubeconfig={self.kubeconfig}",
             f"--hostname-override={self.name}", f"--container-runtime-endpoint=unix://{self.socket}",
             f"--root-dir={self.dir / 'kubelet'}", f"--pod-cidr={self.pod_cidr}", "--port=0", "--healthz-port=0",

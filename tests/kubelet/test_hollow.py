@@ -8,8 +8,8 @@ import sys
 
 import httpx
 
-from tests.harness import ControlPlane
-from tests.kubelet.nodes import REPO, _Process, eventually
+from tests.harness import ChildProcess, ControlPlane
+from tests.kubelet.nodes import REPO, eventually
 
 
 def test_hollow_nodes_register_and_run_pods(control_plane: ControlPlane, api: httpx.Client, namespace: str) -> None:
@@ -23,7 +23,7 @@ def test_hollow_nodes_register_and_run_pods(control_plane: ControlPlane, api: ht
                for i, name in enumerate(names)]
     config = base / "nodes.json"
     config.write_text(json.dumps({"nodes": entries}))
-    process = _Process([sys.executable, "-m", "minikube_py.cli.main", "hollow-nodes", f"--config={config}"],
+    process = ChildProcess([sys.executable, "-m", "minikube_py.cli.main", "hollow-nodes", f"--config={config}"],
                        base / "hollow.log")
     try:
         def all_ready() -> bool:

@@ -8,19 +8,16 @@ scheduler reads. `SchedulerProcess` runs `mkpy scheduler` as a child process wit
 
 from __future__ import annotations
 
-import os
-import subprocess
 import sys
 import time
 import uuid
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any, TypeVar
 
 import httpx
 import yaml
 
-from tests.harness import ControlPlane
+from tests.harness import ChildProcess, ControlPlane
 
 T = TypeVar("T")
 READY_LINE = "caches synced; scheduling"
@@ -115,7 +112,7 @@ class Cluster:
                 if e.get("regarding", {}).get("name") == name and e.get("reason") == reason]
 
 
-class SchedulerProcess:
+class SchedulerProcess(ChildProcess):
     """`mkpy scheduler` as a child process, logging to a file."""
 
     def __init__(self, cp: ControlPlane, *args: str, config: dict[str, Any] | None = None,
@@ -130,13 +127,7 @@ class SchedulerProcess:
             argv.append(f"--config={config_file}")
         if not any(a.startswith("--leader-elect") for a in args):
             argv.append("--leader-elect=false")
-        with open(self.log_file, "wb") as log:
-            self.process = subprocess.Popen(argv, stdout=log, stderr=log, stdin=subprocess.DEVNULL,
-                                            cwd=Path(__file__).resolve().parents[2],
-                                            env={**os.environ, "PYTHONUNBUFFERED": "1"})
-
-    def log(self) -> str:
-        return self.log_file.read_text(errors="replace")
+        super().__init__(argv, self.log_file)
 
     def wait_ready(self, timeout: float = 30.0) -> SchedulerProcess:
         def ready() -> bool:
@@ -146,11 +137,3 @@ class SchedulerProcess:
         eventually(ready, timeout, message="the scheduler to sync its caches")
         return self
 
-    def stop(self, kill: bool = False) -> None:
-        if self.process.poll() is None:
-            self.process.kill() if kill else self.process.terminate()
-            try:
-                self.process.wait(10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
