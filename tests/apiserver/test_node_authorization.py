@@ -59,10 +59,10 @@ def ns(admin: httpx.Client) -> str:
     name = f"t-{uuid.uuid4().hex[:8]}"
     r = admin.post("/api/v1/namespaces", json={"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
     assert r.status_code == 201, r.text
-    # what the service account controller would do, for the ServiceAccount admission plugin
-    r = admin.post(f"/api/v1/namespaces/{name}/serviceaccounts",
-                   json={"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "default"}})
-    assert r.status_code == 201, r.text
+    # the ServiceAccount admission plugin refuses pods until the service account controller (the
+    # apiserver's stand-in for now) has made the namespace's `default` account
+    r = eventually(lambda: admin.get(f"/api/v1/namespaces/{name}/serviceaccounts/default"), 200)
+    assert r.status_code == 200, r.text
     return name
 
 
