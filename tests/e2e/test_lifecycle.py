@@ -46,7 +46,7 @@ def home(tmp_path_factory: pytest.TempPathFactory, kubectl_on_path: str) -> Mkpy
 
 def _running(home: Mkpy, name: str) -> Iterator[KubeCluster]:
     # No nodes: these tests check that the control plane keeps every object unchanged across down/up, and a
-    # kubelet would (rightly) rewrite its pods' status after each up. tests/e2e/test_containerd_nodes.py
+    # kubelet would (rightly) rewrite its pods' status after each up. tests/e2e/containerd/test_nodes.py
     # covers nodes.
     try:
         yield home.up(name, "--nodes", "0")

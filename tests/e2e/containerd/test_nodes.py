@@ -1,5 +1,4 @@
-"""Pods on real containerd nodes, driven by the real kubectl: `mkpy up --nodes 2` on this machine (root, with
-containerd installed by scripts/setup-containerd, as CI does).
+"""Pods on real containerd nodes, driven by the real kubectl (the two-node cluster of conftest.py).
 
 Everything goes the whole way: kubectl → apiserver → scheduler → kubelet → CRI → containerd → runc, and for
 logs, exec and port-forward back through the kubelet's API and containerd's streaming server.
@@ -7,55 +6,15 @@ logs, exec and port-forward back through the kubelet's API and containerd's stre
 
 from __future__ import annotations
 
-import socket
 import time
-import urllib.request
-from collections.abc import Iterator
-from typing import Any
 
 import pytest
 import yaml
 
-from minikube_py.kubelet.runtime.containerd import available
-from tests.e2e.conftest import KubeCluster, Mkpy, namespace_manifest, unique, wait_until
+from tests.e2e.conftest import KubeCluster, wait_until
+from tests.e2e.containerd.pods import free_port, http_get, run_pod, wait_running
 
 pytestmark = pytest.mark.e2e
-
-
-@pytest.fixture(scope="module")
-def nodes_cluster(mkpy: Mkpy) -> Iterator[KubeCluster]:
-    can_run, why = available()
-    assert can_run, f"these tests need containerd: {why}"
-    name = "nodes"
-    try:
-        yield mkpy.up(name, "--nodes", "2")
-    finally:
-        mkpy.delete(name)
-
-
-@pytest.fixture()
-def ns(nodes_cluster: KubeCluster) -> str:
-    name = unique("run")
-    nodes_cluster.apply_manifest(namespace_manifest(name))
-    return name
-
-
-def run_pod(cluster: KubeCluster, ns: str, name: str, script: str, node: str = "", **spec: Any) -> dict[str, Any]:
-    container = {"name": "main", "image": "busybox", "command": ["sh", "-c", script], **spec.pop("container", {})}
-    pod: dict[str, Any] = {
-        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "labels": {"app": name}},
-        "spec": {"terminationGracePeriodSeconds": 2, **spec, "containers": [container]}}
-    if node:
-        pod["spec"]["nodeName"] = node
-    cluster.apply_manifest(yaml.safe_dump(pod), ns)
-    return pod
-
-
-def wait_running(cluster: KubeCluster, ns: str, name: str, timeout: float = 30) -> dict[str, Any]:
-    def running() -> dict[str, Any] | None:
-        pod = cluster.kubectl_json("get", "pod", name, "-n", ns)
-        return pod if pod["status"].get("phase") == "Running" else None
-    return wait_until(running, f"pod {name} running", timeout=timeout)
 
 
 def test_nodes_register_on_containerd_and_are_ready(nodes_cluster: KubeCluster) -> None:
@@ -103,10 +62,10 @@ def test_a_crashing_container_restarts_and_keeps_its_previous_log(nodes_cluster:
 def test_port_forward_reaches_busybox_httpd(nodes_cluster: KubeCluster, ns: str) -> None:
     run_pod(nodes_cluster, ns, "web", "mkdir -p /www && echo hello-web > /www/index.html && httpd -f -p 8080 -h /www")
     wait_running(nodes_cluster, ns, "web")
-    port = _free_port()
+    port = free_port()
     with nodes_cluster.kubectl_background("port-forward", "-n", ns, "pod/web", f"{port}:8080") as forward:
         forward.wait_for("Forwarding from", "port-forward to listen")
-        body = wait_until(lambda: _http_get(f"http://127.0.0.1:{port}/"), "an answer through port-forward")
+        body = wait_until(lambda: http_get(f"http://127.0.0.1:{port}/"), "an answer through port-forward")
     assert body == "hello-web\n"
 
 
@@ -209,18 +168,3 @@ def test_python_client_exec(nodes_cluster: KubeCluster, ns: str) -> None:
         assert out == "from-python\n"
     finally:
         api.close()
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def _http_get(url: str) -> str | None:
-    try:
-        with urllib.request.urlopen(url, timeout=2) as response:
-            return str(response.read().decode())
-    except OSError:
-        return None
-
