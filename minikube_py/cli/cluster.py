@@ -72,6 +72,7 @@ class Ports:
     etcd_peer: int
     apiserver: int
     scheduler: int = 0  # its /healthz; 0 in clusters made before the scheduler existed, chosen on next up
+    kcm: int = 0  # the controller manager's /healthz; 0 in clusters made before it existed
 
 
 @dataclass

@@ -26,7 +26,8 @@ from minikube_py.cli.supervisor import Health, Supervised, client_tls_context, p
 ETCD_READY_TIMEOUT = 10.0  # seconds; etcd with fast elections needs ~60 ms
 APISERVER_READY_TIMEOUT = 30.0  # seconds; generous for a cold disk cache on the first start
 SCHEDULER_READY_TIMEOUT = 10.0  # seconds; it serves /healthz before it has won leader election
-COMPONENT_NAMES = ("etcd", "apiserver", "scheduler")  # the names control_plane() returns, in start order
+KCM_READY_TIMEOUT = 10.0  # seconds; the same for the controller manager
+COMPONENT_NAMES = ("etcd", "apiserver", "kcm", "scheduler")  # the names control_plane() returns, in start order
 CORE_COMPONENTS = ("etcd", "apiserver")  # a cluster runs when these do; `mkpy up --without` spares the rest
 SERVICE_ACCOUNT_ISSUER = "https://kubernetes.default.svc.cluster.local"  # as kubeadm sets it
 
@@ -69,6 +70,14 @@ def control_plane(cluster: Cluster, advertise_address: str = "") -> list[Compone
             ready_timeout=APISERVER_READY_TIMEOUT,
             argv=functools.partial(_apiserver_argv, cluster, advertise_address),
             probe=functools.partial(_apiserver_probe, cluster),
+        ),
+        Component(
+            name="kcm",
+            address=f"https://{HOST}:{ports.kcm}/healthz",
+            ports={"kcm": ports.kcm},
+            ready_timeout=KCM_READY_TIMEOUT,
+            argv=functools.partial(_kcm_argv, cluster),
+            probe=functools.partial(probe_https, HOST, ports.kcm, "/healthz", unverified_tls_context()),
         ),
         Component(
             name="scheduler",
@@ -145,6 +154,12 @@ def _scheduler_argv(cluster: Cluster) -> list[str]:
     return [sys.executable, "-m", "minikube_py.cli.main", "scheduler",
             f"--kubeconfig={cluster.component_kubeconfig('scheduler')}",
             f"--bind-address={HOST}", f"--secure-port={cluster.ports.scheduler}", "--leader-elect=true"]
+
+
+def _kcm_argv(cluster: Cluster) -> list[str]:
+    return [sys.executable, "-m", "minikube_py.cli.main", "kcm",
+            f"--kubeconfig={cluster.component_kubeconfig('controller-manager')}",
+            f"--bind-address={HOST}", f"--secure-port={cluster.ports.kcm}", "--leader-elect=true"]
 
 
 @functools.lru_cache(maxsize=1)

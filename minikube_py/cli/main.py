@@ -6,6 +6,7 @@ YAML or the certificate code, and `mkpy up` should not pay for the apiserver. On
 
     lifecycle.py   up, down, delete            status.py   status, list
     access.py      logs, kubeconfig, etcdctl   apiserver.py  apiserver (one module per component)
+                                               kcm.py        kcm (the controller manager)
                                                scheduler.py  scheduler, scheduler explain
     image.py       image load                      kubelet.py    kubelet
     crictl.py      crictl (the runtime's view)     fakecri.py    fake-cri (a simulated runtime)
@@ -32,6 +33,7 @@ COMMANDS = {
     "etcdctl": "minikube_py.cli.access:etcdctl",
     "apiserver": "minikube_py.cli.apiserver:apiserver",
     "scheduler": "minikube_py.cli.scheduler:scheduler",
+    "kcm": "minikube_py.cli.kcm:kcm",
     "kubelet": "minikube_py.cli.kubelet:kubelet",
     "fake-cri": "minikube_py.cli.fakecri:fake_cri",
     "hollow-nodes": "minikube_py.cli.hollownodes:hollow_nodes",

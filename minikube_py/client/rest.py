@@ -67,6 +67,7 @@ class RESTClient:
         # queued at once made it the scheduler's main cost). Watches hold a connection each for minutes,
         # so they get a pool of their own and never take a request's place.
         self._slots = asyncio.Semaphore(MAX_IN_FLIGHT)
+        self._auth = _bearer_auth(config)
         self._http = self._new_http(httpx.Limits(max_connections=MAX_IN_FLIGHT,
                                                  max_keepalive_connections=MAX_IN_FLIGHT))
         self._watch_http = self._new_http(httpx.Limits(max_connections=None, max_keepalive_connections=0))
@@ -76,7 +77,14 @@ class RESTClient:
         return httpx.AsyncClient(
             base_url=config.server, verify=config.ssl_context(), http1=True, http2=False, timeout=self._timeout,
             limits=limits, headers={"User-Agent": config.user_agent, "Accept": "application/json"},
-            auth=_bearer_auth(config))
+            auth=self._auth)
+
+    def set_bearer_token(self, token: str) -> None:
+        """Send `token` from the next request on (a client made with a token, e.g. a controller's renewed
+        ServiceAccount token)."""
+        if self._auth is None:
+            raise ValueError("this client authenticates without a bearer token")
+        self._auth.token = token
 
     async def __aenter__(self) -> RESTClient:
         return self
@@ -250,22 +258,22 @@ class _BearerToken(httpx.Auth):
     """Sends `Authorization: Bearer …`; a token file is re-read every minute so rotated tokens are used."""
 
     def __init__(self, token: str | None, token_file: str | None) -> None:
-        self._token, self._file, self._read_at = token or "", token_file, 0.0
+        self.token, self._file, self._read_at = token or "", token_file, 0.0
         if token_file:
             self._reload()
 
     def auth_flow(self, request: httpx.Request) -> Generator[httpx.Request, httpx.Response, None]:
         if self._file and time.monotonic() - self._read_at > TOKEN_FILE_REFRESH:
             self._reload()
-        request.headers["Authorization"] = f"Bearer {self._token}"
+        request.headers["Authorization"] = f"Bearer {self.token}"
         yield request
 
     def _reload(self) -> None:
         assert self._file is not None
         try:
-            self._token = Path(self._file).read_text().strip()
+            self.token = Path(self._file).read_text().strip()
         except OSError as err:
-            if not self._token:
+            if not self.token:
                 raise ConfigError(f"cannot read the token file {self._file}: {err.strerror}") from err
         self._read_at = time.monotonic()
 

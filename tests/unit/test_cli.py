@@ -176,19 +176,20 @@ def test_a_cluster_keeps_its_ports_across_loads():
 
 
 def test_clusters_side_by_side_never_share_a_port(monkeypatch):
-    monkeypatch.setattr(cluster_module, "PORT_RANGE", (21000, 21011))
+    per_cluster = len(dataclasses.fields(cluster_module.Ports))
+    monkeypatch.setattr(cluster_module, "PORT_RANGE", (21000, 21000 + 3 * per_cluster - 1))
     clusters = [Cluster.create_or_load(name) for name in ("a", "b", "c")]
     ports = [p for c in clusters for p in dataclasses.astuple(c.ports)]
-    assert len(set(ports)) == 12
+    assert len(set(ports)) == 3 * per_cluster
     assert [c.name for c in list_clusters()] == ["a", "b", "c"]
 
 
-def test_a_cluster_made_before_the_scheduler_existed_gets_a_scheduler_port_on_its_next_up():
+def test_a_cluster_made_before_the_scheduler_and_kcm_existed_gets_their_ports_on_its_next_up():
     created = Cluster.create_or_load("old")
-    created.ports.scheduler = 0
+    created.ports.scheduler = created.ports.kcm = 0
     created.save()
     again = Cluster.create_or_load("old")
-    assert again.ports.scheduler != 0
+    assert again.ports.scheduler != 0 and again.ports.kcm != 0
     assert (again.ports.etcd_client, again.ports.etcd_peer, again.ports.apiserver) == (
         created.ports.etcd_client, created.ports.etcd_peer, created.ports.apiserver)
     assert Cluster.load("old").ports == again.ports

@@ -1,0 +1,145 @@
+"""Assembling and running the controller manager process (kube's `cmd/kube-controller-manager/app`).
+
+    kubeconfig ─► root client (system:kube-controller-manager: list/watch everything)
+                    ├─► shared informers, one watch per resource for every controller
+                    └─► ServiceAccountClientBuilder ─► one client per controller (kube-system/<account>)
+    --controllers ─► registry.enabled() ─► each descriptor builds its controller from a ControllerContext
+                                          ─► controller.run(--concurrent-<name>-syncs workers)
+
+With leader election on (the default) only the holder of the `kube-system/kube-controller-manager` Lease runs
+controllers; /healthz answers from the start, with a `leaderElection` check once it leads or waits.
+
+Usage rules: flags, kubeconfig and the controller list are checked before the first API call, so a mistake is
+a one-line error (`ControllerManagerSetupError`). Losing the Lease ends the process, as in kube; whatever
+supervises it starts a fresh one, which becomes a candidate again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import logging
+import os
+import socket
+from dataclasses import dataclass, field
+
+from minikube_py.client.events import EventBroadcaster
+from minikube_py.client.healthz import HealthServer
+from minikube_py.client.informer import SharedInformerFactory
+from minikube_py.client.kubeconfig import ConfigError as KubeconfigError
+from minikube_py.client.kubeconfig import load_kubeconfig, user_agent
+from minikube_py.client.leaderelection import LeaderElectionConfig, LeaderElector
+from minikube_py.client.rest import RESTClient
+from minikube_py.kcm.clientbuilder import ServiceAccountClientBuilder
+from minikube_py.kcm.context import ControllerContext, ControllerSettings
+from minikube_py.kcm.controllers import descriptors
+from minikube_py.kcm.registry import ControllerDescriptor, ControllerRegistry, RegistryError
+
+LEASE_NAME = "kube-controller-manager"
+log = logging.getLogger("mkpy.kcm")
+
+
+class ControllerManagerSetupError(Exception):
+    """The controller manager cannot start: a bad flag, kubeconfig or controller name."""
+
+
+@dataclass
+class Options:
+    """What `mkpy kcm`'s flags say."""
+
+    kubeconfig: str = ""
+    controllers: list[str] = field(default_factory=lambda: ["*"])
+    workers: dict[str, int] = field(default_factory=dict)  # --concurrent-<flag>-syncs, by <flag>
+    cloud_provider: str = ""
+    leader_elect: bool = True
+    lease_duration: float = 15.0
+    renew_deadline: float = 10.0
+    retry_period: float = 2.0
+    bind_address: str = "0.0.0.0"
+    secure_port: int = 10257
+    tls_cert_file: str = ""
+    tls_private_key_file: str = ""
+    settings: ControllerSettings = field(default_factory=ControllerSettings)
+
+
+def registry() -> ControllerRegistry:
+    return ControllerRegistry(descriptors())
+
+
+def enabled_controllers(options: Options) -> list[ControllerDescriptor]:
+    try:
+        return registry().enabled(options.controllers, external_cloud=options.cloud_provider == "external")
+    except RegistryError as error:
+        raise ControllerManagerSetupError(f"invalid --controllers: {error}") from None
+
+
+def leader_election(options: Options) -> LeaderElectionConfig | None:
+    if not options.leader_elect:
+        return None
+    try:
+        return LeaderElectionConfig(lease_name=LEASE_NAME, identity=f"{socket.gethostname()}_{os.getpid()}",
+                                    lease_duration=options.lease_duration, renew_deadline=options.renew_deadline,
+                                    retry_period=options.retry_period)
+    except ValueError as error:
+        raise ControllerManagerSetupError(f"invalid leader election settings: {error}") from None
+
+
+async def run(options: Options) -> None:
+    """Run the controller manager until cancelled or the Lease is lost."""
+    enabled = enabled_controllers(options)
+    election = leader_election(options)
+    try:
+        client_config = load_kubeconfig(options.kubeconfig or None)
+    except KubeconfigError as error:
+        raise ControllerManagerSetupError(str(error)) from None
+    client_config = dataclasses.replace(client_config, user_agent=user_agent("kube-controller-manager"))
+    health = HealthServer(options.bind_address, options.secure_port, cert_file=options.tls_cert_file,
+                          key_file=options.tls_private_key_file)
+    async with RESTClient(client_config) as root:
+        if options.secure_port:
+            try:
+                await health.start()
+            except OSError as error:
+                raise ControllerManagerSetupError(f"cannot serve /healthz on {options.bind_address}:"
+                                                  f"{options.secure_port}: {error.strerror or error}") from None
+        try:
+            if election is None:
+                await run_controllers(root, enabled, options)
+            else:
+                elector = LeaderElector(root, election,
+                                        on_started_leading=lambda: run_controllers(root, enabled, options),
+                                        on_new_leader=lambda holder: log.info("the leader is now %s", holder))
+                await elector.run()
+                log.error("leader election lost")
+        finally:
+            await health.stop()
+
+
+async def run_controllers(root: RESTClient, enabled: list[ControllerDescriptor], options: Options) -> None:
+    """Build every enabled controller and run them all, with the shared informers, until cancelled."""
+    informers = SharedInformerFactory(root)
+    builder = ServiceAccountClientBuilder(root)
+    broadcasters: list[EventBroadcaster] = []
+    try:
+        async with asyncio.TaskGroup() as group:
+            for descriptor in enabled:
+                client = await builder.client(descriptor.service_account)
+                broadcaster = EventBroadcaster(client)
+                broadcaster.start_recording_to_sink()
+                broadcasters.append(broadcaster)
+                ctx = ControllerContext(client=client, recorder=broadcaster.new_core_recorder(descriptor.service_account),
+                                        informers=informers, settings=options.settings)
+                controller = descriptor.build(ctx)
+                workers = options.workers.get(descriptor.workers_flag, descriptor.default_workers)
+                group.create_task(controller.run(workers), name=descriptor.name)
+                log.info("started %s", descriptor.name)
+            informers.start()
+            group.create_task(builder.run(), name="service-account-tokens")
+    finally:
+        with contextlib.suppress(Exception):
+            await informers.stop()
+        for broadcaster in broadcasters:
+            with contextlib.suppress(Exception):
+                await broadcaster.shutdown()
+        await builder.close()

@@ -1,0 +1,17 @@
+"""The controllers of mkpy's controller manager, one per module, and the table that lists them.
+
+`descriptors()` is the one place a controller joins the manager (kube's `NewControllerDescriptors`): its
+canonical name, the aliases `--controllers` accepts, the ServiceAccount it acts as, and how to build it.
+"""
+
+from __future__ import annotations
+
+from minikube_py.kcm.controllers.podgc import PodGCController
+from minikube_py.kcm.registry import ControllerDescriptor
+
+
+def descriptors() -> list[ControllerDescriptor]:
+    return [
+        ControllerDescriptor("pod-garbage-collector-controller", "pod-garbage-collector", PodGCController,
+                             aliases=("podgc",)),
+    ]

@@ -1,0 +1,90 @@
+"""Which controllers the controller manager knows, and which of them `--controllers` turns on.
+
+Each controller is described once, in `descriptors()` (kube's `NewControllerDescriptors`): its canonical name
+(`replicaset-controller`), the short aliases `--controllers` also accepts (`replicaset`), the ServiceAccount in
+kube-system whose credentials it acts with (`replicaset-controller`, bound by RBAC's bootstrap policy to
+`system:controller:replicaset-controller`), and the function that builds it from the `ControllerContext`.
+
+    registry = ControllerRegistry(descriptors())
+    names = registry.enabled(["*", "-podgc"])   # every controller on by default except pod GC
+
+`--controllers` reads as in kube: `*` is every controller that is on by default, `name` turns one on, `-name`
+turns one off; later entries do not override earlier ones, an explicit `-name` always wins. An unknown name
+is an error naming it, never ignored.
+
+Usage rules: the registry refuses a second descriptor with a name or alias already taken (there is no
+import-time self-registration that could silently shadow a controller). Cloud controllers (`cloud=True`) are
+never started when `--cloud-provider=external`: the cloud-controller-manager runs them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from minikube_py.kcm.context import ControllerContext
+
+
+class Controller(Protocol):
+    """What a descriptor builds: a control loop that runs until cancelled."""
+
+    name: str
+
+    async def run(self, workers: int) -> None:
+        """Wait for the caches this controller reads, then work `workers` workers until cancelled."""
+
+
+@dataclass(frozen=True)
+class ControllerDescriptor:
+    name: str
+    service_account: str  # kube-system/<service_account> is the identity the controller acts with
+    build: Callable[[ControllerContext], Controller]
+    aliases: tuple[str, ...] = ()
+    disabled_by_default: bool = False
+    cloud: bool = False  # needs a cloud provider: left to the cloud-controller-manager with "external"
+    workers_flag: str = ""  # the <name> in --concurrent-<name>-syncs, if the controller has workers
+    default_workers: int = 1
+
+
+class RegistryError(ValueError):
+    """A duplicate descriptor, or `--controllers` naming a controller nobody knows."""
+
+
+class ControllerRegistry:
+    def __init__(self, descriptors: Iterable[ControllerDescriptor] = ()) -> None:
+        self._by_name: dict[str, ControllerDescriptor] = {}
+        self._aliases: dict[str, str] = {}  # alias -> canonical name
+        for descriptor in descriptors:
+            self.register(descriptor)
+
+    def register(self, descriptor: ControllerDescriptor) -> None:
+        for name in (descriptor.name, *descriptor.aliases):
+            if name in self._by_name or name in self._aliases:
+                raise RegistryError(f"controller name {name!r} is registered twice")
+        self._by_name[descriptor.name] = descriptor
+        self._aliases.update(dict.fromkeys(descriptor.aliases, descriptor.name))
+
+    def __iter__(self) -> Iterator[ControllerDescriptor]:
+        return iter(self._by_name.values())
+
+    def get(self, name: str) -> ControllerDescriptor:
+        """The descriptor for a canonical name or an alias; RegistryError if there is none."""
+        canonical = self._aliases.get(name, name)
+        if canonical not in self._by_name:
+            raise RegistryError(f'"{name}" is not in the list of known controllers')
+        return self._by_name[canonical]
+
+    def enabled(self, spec: Iterable[str], *, external_cloud: bool = True) -> list[ControllerDescriptor]:
+        """The controllers `--controllers=spec` turns on, in registration order."""
+        spec = [entry.strip() for entry in spec if entry.strip()]
+        star = "*" in spec
+        on = {self.get(entry).name for entry in spec if entry not in ("*",) and not entry.startswith("-")}
+        off = {self.get(entry[1:]).name for entry in spec if entry.startswith("-")}
+        chosen = []
+        for descriptor in self._by_name.values():
+            wanted = descriptor.name in on or (star and not descriptor.disabled_by_default)
+            if wanted and descriptor.name not in off and not (descriptor.cloud and external_cloud):
+                chosen.append(descriptor)
+        return chosen

@@ -1,0 +1,100 @@
+"""Test doubles for controller unit tests: a recording client and a context with caches filled by hand.
+
+`RecordingClient` has the methods of `minikube_py.client.rest.RESTClient` that controllers call. Writes are
+recorded as `(verb, resource plural, namespace, name)` plus the body, and answered from `objects` (what the
+"apiserver" holds), so a test can assert exactly which writes a `sync` made. `context()` builds a
+`ControllerContext` over it whose informers are never started: tests put objects into the caches with
+`cache(ctx, resources.PODS, pod, ...)` and call the controller's `sync` directly.
+"""
+
+from __future__ import annotations
+
+import copy
+import itertools
+from dataclasses import dataclass, field
+from typing import Any
+
+from minikube_py.api.kinds import Resource
+from minikube_py.client import errors
+from minikube_py.client.clock import FakeClock
+from minikube_py.client.events import EventBroadcaster
+from minikube_py.client.informer import SharedInformerFactory
+from minikube_py.kcm.context import ControllerContext, ControllerSettings
+
+
+@dataclass
+class Action:
+    verb: str
+    resource: str
+    namespace: str
+    name: str
+    body: Any = None
+    options: dict[str, Any] = field(default_factory=dict)
+
+
+class RecordingClient:
+    def __init__(self) -> None:
+        self.actions: list[Action] = []
+        self.objects: dict[tuple[str, str, str], dict[str, Any]] = {}  # (plural, namespace, name) -> object
+        self._uids = itertools.count(1)
+
+    def put(self, resource: Resource, obj: dict[str, Any]) -> None:
+        meta = obj["metadata"]
+        self.objects[(resource.plural, meta.get("namespace", ""), meta["name"])] = obj
+
+    def writes(self, verb: str | None = None) -> list[Action]:
+        return [a for a in self.actions if a.verb != "get" and (verb is None or a.verb == verb)]
+
+    async def get(self, resource: Resource, name: str, namespace: str | None = None) -> dict[str, Any]:
+        self.actions.append(Action("get", resource.plural, namespace or "", name))
+        found = self.objects.get((resource.plural, namespace or "", name))
+        if found is None:
+            raise errors.new_not_found(resource.plural, name)
+        return copy.deepcopy(found)
+
+    async def create(self, resource: Resource, body: dict[str, Any], namespace: str | None = None, *,
+                     name: str | None = None, subresource: str | None = None, **options: Any) -> dict[str, Any]:
+        created = copy.deepcopy(body)
+        meta = created.setdefault("metadata", {})
+        if not meta.get("name") and meta.get("generateName"):
+            meta["name"] = f"{meta['generateName']}{next(self._uids):05d}"
+        meta.setdefault("uid", f"uid-{next(self._uids)}")
+        plural = f"{resource.plural}/{subresource}" if subresource else resource.plural
+        self.actions.append(Action("create", plural, namespace or "", name or meta.get("name", ""), created,
+                                   options))
+        return created
+
+    async def update(self, resource: Resource, body: dict[str, Any], namespace: str | None = None, *,
+                     subresource: str | None = None, **options: Any) -> dict[str, Any]:
+        plural = f"{resource.plural}/{subresource}" if subresource else resource.plural
+        self.actions.append(Action("update", plural, namespace or "", body["metadata"]["name"],
+                                   copy.deepcopy(body), options))
+        return copy.deepcopy(body)
+
+    async def patch(self, resource: Resource, name: str, body: Any, namespace: str | None = None, *,
+                    subresource: str | None = None, **options: Any) -> dict[str, Any]:
+        plural = f"{resource.plural}/{subresource}" if subresource else resource.plural
+        self.actions.append(Action("patch", plural, namespace or "", name, copy.deepcopy(body), options))
+        return {"metadata": {"name": name, "namespace": namespace or ""}}
+
+    async def delete(self, resource: Resource, name: str, namespace: str | None = None,
+                     **options: Any) -> dict[str, Any]:
+        self.actions.append(Action("delete", resource.plural, namespace or "", name, None, options))
+        return {"kind": "Status", "status": "Success"}
+
+
+def context(settings: ControllerSettings | None = None) -> tuple[ControllerContext, RecordingClient, FakeClock]:
+    client = RecordingClient()
+    clock = FakeClock()
+    recorder = EventBroadcaster(client, clock).new_core_recorder("test-controller")  # type: ignore[arg-type]
+    ctx = ControllerContext(client=client, recorder=recorder,  # type: ignore[arg-type]
+                            informers=SharedInformerFactory(client),  # type: ignore[arg-type]
+                            settings=settings or ControllerSettings(), clock=clock)
+    return ctx, client, clock
+
+
+def cache(ctx: ControllerContext, resource: Resource, *objects: dict[str, Any]) -> None:
+    """Put `objects` in the (never started) informer cache of `resource`."""
+    indexer = ctx.informers.informer_for(resource).indexer
+    for obj in objects:
+        indexer.add(obj)
