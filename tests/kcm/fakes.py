@@ -36,6 +36,7 @@ class RecordingClient:
     def __init__(self) -> None:
         self.actions: list[Action] = []
         self.objects: dict[tuple[str, str, str], dict[str, Any]] = {}  # (plural, namespace, name) -> object
+        self.failures: dict[tuple[str, str], errors.APIStatusError] = {}  # (verb, plural) -> error raised
         self._uids = itertools.count(1)
 
     def put(self, resource: Resource, obj: dict[str, Any]) -> None:
@@ -45,8 +46,14 @@ class RecordingClient:
     def writes(self, verb: str | None = None) -> list[Action]:
         return [a for a in self.actions if a.verb != "get" and (verb is None or a.verb == verb)]
 
+    def _record(self, action: Action) -> None:
+        self.actions.append(action)
+        failure = self.failures.get((action.verb, action.resource))
+        if failure is not None:
+            raise failure
+
     async def get(self, resource: Resource, name: str, namespace: str | None = None) -> dict[str, Any]:
-        self.actions.append(Action("get", resource.plural, namespace or "", name))
+        self._record(Action("get", resource.plural, namespace or "", name))
         found = self.objects.get((resource.plural, namespace or "", name))
         if found is None:
             raise errors.new_not_found(resource.plural, name)
@@ -60,26 +67,26 @@ class RecordingClient:
             meta["name"] = f"{meta['generateName']}{next(self._uids):05d}"
         meta.setdefault("uid", f"uid-{next(self._uids)}")
         plural = f"{resource.plural}/{subresource}" if subresource else resource.plural
-        self.actions.append(Action("create", plural, namespace or "", name or meta.get("name", ""), created,
+        self._record(Action("create", plural, namespace or "", name or meta.get("name", ""), created,
                                    options))
         return created
 
     async def update(self, resource: Resource, body: dict[str, Any], namespace: str | None = None, *,
                      subresource: str | None = None, **options: Any) -> dict[str, Any]:
         plural = f"{resource.plural}/{subresource}" if subresource else resource.plural
-        self.actions.append(Action("update", plural, namespace or "", body["metadata"]["name"],
+        self._record(Action("update", plural, namespace or "", body["metadata"]["name"],
                                    copy.deepcopy(body), options))
         return copy.deepcopy(body)
 
     async def patch(self, resource: Resource, name: str, body: Any, namespace: str | None = None, *,
                     subresource: str | None = None, **options: Any) -> dict[str, Any]:
         plural = f"{resource.plural}/{subresource}" if subresource else resource.plural
-        self.actions.append(Action("patch", plural, namespace or "", name, copy.deepcopy(body), options))
+        self._record(Action("patch", plural, namespace or "", name, copy.deepcopy(body), options))
         return {"metadata": {"name": name, "namespace": namespace or ""}}
 
     async def delete(self, resource: Resource, name: str, namespace: str | None = None,
                      **options: Any) -> dict[str, Any]:
-        self.actions.append(Action("delete", resource.plural, namespace or "", name, None, options))
+        self._record(Action("delete", resource.plural, namespace or "", name, None, options))
         return {"kind": "Status", "status": "Success"}
 
 

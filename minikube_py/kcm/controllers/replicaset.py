@@ -1,0 +1,323 @@
+"""The ReplicaSet controller (and, with another resource, the ReplicationController controller).
+
+Keeps `spec.replicas` pods matching the selector running. Handlers only enqueue the owner's key:
+* a ReplicaSet added, changed or deleted → its key;
+* a pod added, changed or deleted → its controller's key (from its controllerRef); an orphan pod → every
+  ReplicaSet in its namespace whose selector matches it, to adopt it. Pod events also settle expectations.
+
+`sync(key)`:
+1. the pods of the namespace are claimed (podcontrol.claim_pods: adopt matching orphans, release pods that no
+   longer match) and the active ones (not finished, not being deleted) counted;
+2. only if the expectations of the last writes are met (the cache has seen them), the difference to
+   `spec.replicas` is made up: missing pods are created in slow-start batches (1, 2, 4, …), so a template
+   that cannot be created fails once, not 500 times; surplus pods are deleted, the least valuable first
+   (`deletion_rank`: unscheduled before scheduled, Pending before Unknown before Running, not ready before
+   ready, lower `controller.kubernetes.io/pod-deletion-cost`, more crowded nodes, more recently ready, more
+   restarts, newer);
+3. the status is written when it changed: replicas, fullyLabeledReplicas, readyReplicas,
+   availableReplicas (ready for `minReadySeconds`), observedGeneration, and the ReplicaFailure condition while
+   creating or deleting fails.
+
+Events as kube's: SuccessfulCreate "Created pod: NAME", SuccessfulDelete "Deleted pod: NAME", FailedCreate
+"Error creating: MESSAGE".
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import logging
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from minikube_py.api.kinds import Resource
+from minikube_py.api.selectors import LabelSelector
+from minikube_py.api.timestamps import parse_time, time_string
+from minikube_py.client import errors, resources
+from minikube_py.client.controller import run_workers
+from minikube_py.client.informer import FuncHandler
+from minikube_py.client.store import DeletedFinalStateUnknown, meta_namespace_key, split_meta_namespace_key
+from minikube_py.client.workqueue import RateLimitingQueue
+from minikube_py.kcm.context import ControllerContext
+from minikube_py.kcm.controllers import podcontrol
+from minikube_py.kcm.controllers.expectations import ControllerExpectations
+
+BURST_REPLICAS = 500  # most pods created or deleted in one sync
+SLOW_START_INITIAL_BATCH = 1
+DELETION_COST = "controller.kubernetes.io/pod-deletion-cost"
+PHASE_RANK = {"Pending": 0, "Unknown": 1, "Running": 2}
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Kind:
+    """What differs between a ReplicaSet and a ReplicationController."""
+
+    controller_name: str
+    resource: Resource
+    api_version: str
+    kind: str
+    selector: Callable[[dict[str, Any]], LabelSelector]
+
+
+REPLICA_SET = Kind("replicaset-controller", resources.REPLICA_SETS, "apps/v1", "ReplicaSet",
+                   lambda spec: LabelSelector.from_api(spec.get("selector")))
+# An RC's selector is a plain map; an empty one means "the template's labels" (defaulted by the apiserver).
+REPLICATION_CONTROLLER = Kind("replicationcontroller-controller", resources.REPLICATION_CONTROLLERS, "v1", "ReplicationController",
+                              lambda spec: LabelSelector.from_set(spec.get("selector") or {}))
+
+
+class ReplicaSetController:
+    def __init__(self, ctx: ControllerContext, kind: Kind = REPLICA_SET) -> None:
+        self.name = kind.controller_name
+        self.kind = kind
+        self.client = ctx.client
+        self.recorder = ctx.recorder
+        self.clock = ctx.clock
+        self.owners = ctx.informers.informer_for(kind.resource)
+        self.pods = ctx.informers.informer_for(resources.PODS)
+        self.queue = RateLimitingQueue(name=kind.resource.plural, clock=ctx.clock)
+        self.expectations = ControllerExpectations(ctx.clock)
+        self.owners.add_event_handler(FuncHandler(on_add=self._enqueue, on_update=lambda old, new: self._enqueue(new),
+                                                  on_delete=self._owner_deleted))
+        self.pods.add_event_handler(FuncHandler(on_add=self._pod_added, on_update=self._pod_updated,
+                                                on_delete=self._pod_deleted))
+
+    async def run(self, workers: int) -> None:
+        await asyncio.gather(self.owners.wait_for_cache_sync(), self.pods.wait_for_cache_sync())
+        try:
+            await run_workers(self.queue, self.sync, workers, name=self.kind.resource.plural, logger=log)
+        finally:
+            self.queue.shut_down()
+
+    # event handlers: only keys go on the queue ---------------------------------------------------------
+
+    def _enqueue(self, owner: dict[str, Any], *_: Any) -> None:
+        self.queue.add(meta_namespace_key(owner))
+
+    def _owner_deleted(self, owner: dict[str, Any] | DeletedFinalStateUnknown) -> None:
+        key = meta_namespace_key(owner)
+        self.expectations.delete(key)
+        self.queue.add(key)
+
+    def _owner_key(self, pod: dict[str, Any]) -> str | None:
+        """The key of the owner of ours that controls `pod`, if it is in the cache."""
+        ref = podcontrol.controller_of(pod)
+        if ref is None or ref.get("kind") != self.kind.kind:
+            return None
+        key = f"{pod['metadata']['namespace']}/{ref['name']}"
+        owner = self.owners.indexer.get_by_key(key)
+        return key if owner is not None and owner["metadata"]["uid"] == ref.get("uid") else None
+
+    def _pod_added(self, pod: dict[str, Any], *_: Any) -> None:
+        if pod["metadata"].get("deletionTimestamp"):
+            self._pod_deleted(pod)  # a restarted controller sees pods already being deleted as adds
+            return
+        key = self._owner_key(pod)
+        if key is not None:
+            self.expectations.creation_observed(key)
+            self.queue.add(key)
+        elif podcontrol.controller_of(pod) is None:
+            self._enqueue_matching(pod)
+
+    def _pod_updated(self, old: dict[str, Any], new: dict[str, Any]) -> None:
+        if old["metadata"].get("resourceVersion") == new["metadata"].get("resourceVersion"):
+            return  # a resync: nothing changed
+        if new["metadata"].get("deletionTimestamp") and not old["metadata"].get("deletionTimestamp"):
+            self._pod_deleted(new)  # the deletion starts now: do not wait for the pod to be gone
+        for pod in (old, new):
+            key = self._owner_key(pod)
+            if key is not None:
+                self.queue.add(key)
+        if podcontrol.controller_of(new) is None:
+            self._enqueue_matching(new)
+
+    def _pod_deleted(self, pod: dict[str, Any] | DeletedFinalStateUnknown) -> None:
+        if isinstance(pod, DeletedFinalStateUnknown):
+            pod = pod.obj
+        key = self._owner_key(pod)
+        if key is not None:
+            self.expectations.deletion_observed(key, meta_namespace_key(pod))
+            self.queue.add(key)
+
+    def _enqueue_matching(self, pod: dict[str, Any]) -> None:
+        namespace = pod["metadata"]["namespace"]
+        for owner in self.owners.lister().list(namespace):
+            if self.kind.selector(owner.get("spec") or {}).matches(pod["metadata"].get("labels")):
+                self._enqueue(owner)
+
+    # sync ------------------------------------------------------------------------------------------------
+
+    async def sync(self, key: str) -> None:
+        namespace, name = split_meta_namespace_key(key)
+        cached = self.owners.indexer.get_by_key(key)
+        if cached is None:
+            self.expectations.delete(key)
+            return
+        owner = copy.deepcopy(cached)
+        owner.setdefault("apiVersion", self.kind.api_version)
+        owner.setdefault("kind", self.kind.kind)
+        spec = owner.get("spec") or {}
+        selector = self.kind.selector(spec)
+        satisfied = self.expectations.satisfied(key)
+        candidates = [pod for pod in self.pods.lister().list(namespace) if podcontrol.is_active(pod)]
+        pods = await podcontrol.claim_pods(self.client, owner, selector, candidates,
+                                           lambda: self._can_adopt(owner))
+        failure = None
+        if satisfied and not owner["metadata"].get("deletionTimestamp"):
+            failure = await self.manage_replicas(pods, owner, key)
+        await self.update_status(owner, pods, failure)
+        if failure is not None:
+            raise failure
+
+    async def _can_adopt(self, owner: dict[str, Any]) -> bool:
+        """Whether `owner` is still the live object of that name, and not being deleted."""
+        meta = owner["metadata"]
+        try:
+            fresh = await self.client.get(self.kind.resource, meta["name"], meta["namespace"])
+        except errors.NotFound:
+            return False
+        return fresh["metadata"]["uid"] == meta["uid"] and not fresh["metadata"].get("deletionTimestamp")
+
+    async def manage_replicas(self, pods: list[dict[str, Any]], owner: dict[str, Any],
+                              key: str) -> errors.APIStatusError | None:
+        """Create or delete pods to reach spec.replicas; the first write error, if any."""
+        diff = len(pods) - int((owner.get("spec") or {}).get("replicas", 1))
+        if diff < 0:
+            count = min(-diff, BURST_REPLICAS)
+            self.expectations.expect_creations(key, count)
+            return await self._create_pods(owner, key, count)
+        if diff > 0:
+            doomed = sorted(pods, key=deletion_rank(pods, self.clock.wall().timestamp()))[:min(diff, BURST_REPLICAS)]
+            self.expectations.expect_deletions(key, [meta_namespace_key(pod) for pod in doomed])
+            results = await asyncio.gather(*(self._delete_pod(owner, key, pod) for pod in doomed))
+            return next((error for error in results if error is not None), None)
+        return None
+
+    async def _create_pods(self, owner: dict[str, Any], key: str, count: int) -> errors.APIStatusError | None:
+        """Create `count` pods in batches of 1, 2, 4, …; stop at the first batch with a failure."""
+        template = (owner.get("spec") or {}).get("template") or {}
+        batch, created = SLOW_START_INITIAL_BATCH, 0
+        while created < count:
+            size = min(batch, count - created)
+            results = await asyncio.gather(*(self._create_pod(owner, key, template) for _ in range(size)))
+            created += size
+            error = next((result for result in results if result is not None), None)
+            if error is not None:
+                for _ in range(count - created):  # never attempted: their adds will not come
+                    self.expectations.creation_observed(key)
+                return error
+            batch *= 2
+        return None
+
+    async def _create_pod(self, owner: dict[str, Any], key: str, template: dict[str, Any]) -> errors.APIStatusError | None:
+        body = podcontrol.pod_from_template(template, owner)
+        try:
+            pod = await self.client.create(resources.PODS, body, owner["metadata"]["namespace"])
+        except errors.APIStatusError as error:
+            self.expectations.creation_observed(key)
+            if _namespace_terminating(error):
+                return None  # the namespace is going away: nothing to retry
+            self.recorder.event(owner, "Warning", "FailedCreate", f"Error creating: {error}")
+            return error
+        self.recorder.event(owner, "Normal", "SuccessfulCreate", f"Created pod: {pod['metadata']['name']}")
+        return None
+
+    async def _delete_pod(self, owner: dict[str, Any], key: str, pod: dict[str, Any]) -> errors.APIStatusError | None:
+        meta = pod["metadata"]
+        try:
+            await self.client.delete(resources.PODS, meta["name"], meta["namespace"])
+        except errors.NotFound:
+            self.expectations.deletion_observed(key, meta_namespace_key(pod))
+            return None
+        except errors.APIStatusError as error:
+            self.expectations.deletion_observed(key, meta_namespace_key(pod))
+            self.recorder.event(owner, "Warning", "FailedDelete", f"Error deleting: {error}")
+            return error
+        self.recorder.event(owner, "Normal", "SuccessfulDelete", f"Deleted pod: {meta['name']}")
+        return None
+
+    async def update_status(self, owner: dict[str, Any], pods: list[dict[str, Any]],
+                            failure: errors.APIStatusError | None) -> None:
+        status = calculate_status(owner, pods, failure, self.clock.wall().timestamp())
+        if status == (owner.get("status") or {}):
+            return
+        owner["status"] = status
+        try:
+            await self.client.update(self.kind.resource, owner, owner["metadata"]["namespace"], subresource="status")
+        except (errors.Conflict, errors.NotFound):
+            self.queue.add(meta_namespace_key(owner))  # the next sync reads the newer object
+            return
+        min_ready = int((owner.get("spec") or {}).get("minReadySeconds", 0))
+        if min_ready and status["readyReplicas"] != status["availableReplicas"]:
+            self.queue.add_after(meta_namespace_key(owner), min_ready)  # to count them available in time
+
+
+def calculate_status(owner: dict[str, Any], pods: list[dict[str, Any]], failure: errors.APIStatusError | None,
+                     now: float) -> dict[str, Any]:
+    spec = owner.get("spec") or {}
+    template_labels = ((spec.get("template") or {}).get("metadata") or {}).get("labels") or {}
+    min_ready = int(spec.get("minReadySeconds", 0))
+    ready = [pod for pod in pods if _ready_since(pod) is not None]
+    status: dict[str, Any] = {
+        "replicas": len(pods),
+        "fullyLabeledReplicas": sum(1 for pod in pods
+                                    if LabelSelector.from_set(template_labels).matches(pod["metadata"].get("labels"))),
+        "readyReplicas": len(ready),
+        "availableReplicas": sum(1 for pod in ready if now - (_ready_since(pod) or now) >= min_ready),
+        "observedGeneration": owner["metadata"].get("generation", 0),
+    }
+    conditions = [c for c in (owner.get("status") or {}).get("conditions") or [] if c.get("type") != "ReplicaFailure"]
+    if failure is not None:
+        previous = next((c for c in (owner.get("status") or {}).get("conditions") or []
+                         if c.get("type") == "ReplicaFailure"), None)
+        reason = "FailedCreate" if len(pods) < int(spec.get("replicas", 1)) else "FailedDelete"
+        conditions.append({"type": "ReplicaFailure", "status": "True", "reason": reason, "message": str(failure),
+                           "lastTransitionTime": (previous or {}).get("lastTransitionTime") or time_string()})
+    if conditions:
+        status["conditions"] = conditions
+    # kube leaves zero counts out of the JSON (omitempty); `replicas` is always there
+    return {k: v for k, v in status.items() if v or k == "replicas"}
+
+
+def deletion_rank(pods: list[dict[str, Any]], now: float) -> Callable[[dict[str, Any]], tuple[Any, ...]]:
+    """A sort key putting the pods to delete first (kube's ranking for scale-down)."""
+    per_node = Counter((pod.get("spec") or {}).get("nodeName", "") for pod in pods)
+
+    def rank(pod: dict[str, Any]) -> tuple[Any, ...]:
+        node = (pod.get("spec") or {}).get("nodeName", "")
+        ready_since = _ready_since(pod)
+        restarts = sum(int(s.get("restartCount", 0)) for s in (pod.get("status") or {}).get("containerStatuses") or [])
+        created = pod["metadata"].get("creationTimestamp", "")
+        return (bool(node), PHASE_RANK.get((pod.get("status") or {}).get("phase", ""), 0), ready_since is not None,
+                _deletion_cost(pod), -per_node[node] if node else 0,
+                -(ready_since or 0.0), -restarts, _negated(created))
+    return rank
+
+
+def _ready_since(pod: dict[str, Any]) -> float | None:
+    """When the pod became Ready (epoch seconds), or None if it is not ready."""
+    for condition in (pod.get("status") or {}).get("conditions") or []:
+        if condition.get("type") == "Ready" and condition.get("status") == "True":
+            stamp = condition.get("lastTransitionTime")
+            return parse_time(stamp).timestamp() if stamp else 0.0
+    return None
+
+
+def _deletion_cost(pod: dict[str, Any]) -> int:
+    try:
+        return int((pod["metadata"].get("annotations") or {}).get(DELETION_COST, 0))
+    except ValueError:
+        return 0
+
+
+def _negated(timestamp: str) -> tuple[int, ...]:
+    """Sorts RFC 3339 timestamps newest first."""
+    return tuple(-ord(char) for char in timestamp)
+
+
+def _namespace_terminating(error: errors.APIStatusError) -> bool:
+    return isinstance(error, errors.Forbidden) and "because it is being terminated" in str(error)
