@@ -337,6 +337,8 @@ def proto_import(group: str, version: str) -> str:
 def root_kinds() -> list[tuple[str, str, str]]:
     roots = [*EXTRA_KINDS, DELETE_OPTIONS]
     for res in RESOURCES:
+        if not {"create", "update", "patch"} & set(res.verbs):
+            continue  # read only (metrics.k8s.io): no request carries one
         roots.append((res.group, res.version, res.kind))
         roots += [(sub.group, sub.version, sub.kind) for sub in res.subresources if sub.group or sub.version]
     return roots

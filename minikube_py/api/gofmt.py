@@ -2,9 +2,10 @@
 
 kube-apiserver holds JSON as Go's `interface{}` values (`map[string]interface {}`, `[]interface {}`,
 `string`, `int64`, `float64`, `bool`, `nil`), and its messages show them with `fmt`: `%q` for strings
-(`go_quote`), `%v` (`go_v`: `map[a:1]`, `[x 2]`, `<nil>`), `%#v` (`go_sharp_v`) and Go's shortest float
-form (`go_float`: `1e+06`), and `encoding/json` (`go_json`). Selectors, validation, strategic merge patch and CRD schemas all quote kube's
-messages through this one module.
+(`go_quote`), `%v` (`go_v`: `map[a:1]`, `[x 2]`, `<nil>`), `%#v` (`go_sharp_v`), Go's shortest float
+form (`go_float`: `1e+06`), `encoding/json` (`go_json`) and `time.Duration` (`go_duration`: `1m30s`).
+Selectors, validation, strategic merge patch and CRD schemas all quote kube's messages through this one
+module; config errors and metrics windows print durations with it.
 """
 
 from __future__ import annotations
@@ -191,3 +192,29 @@ def _json_float(number: float) -> str:
     if abs(number) < 1e-6 or abs(number) >= 1e21:
         return exponent_notation(sign, digits, point, 1)
     return fixed_notation(sign, digits, point)
+
+
+def go_duration(seconds: float) -> str:
+    """`seconds` printed as Go prints a time.Duration: 500ms, 10s, 1m30s, 15m0s, 1h0m0s."""
+    nanos = round(seconds * 1e9)
+    if nanos == 0:
+        return "0s"
+    sign, nanos = ("-", -nanos) if nanos < 0 else ("", nanos)
+    if nanos < 1_000:
+        return f"{sign}{nanos}ns"
+    if nanos < 1_000_000:
+        return f"{sign}{_trim_seconds(nanos / 1e3)}µs"
+    if nanos < 1_000_000_000:
+        return f"{sign}{_trim_seconds(nanos / 1e6)}ms"
+    hours, rest = divmod(nanos, 3600 * 10**9)
+    minutes, rest = divmod(rest, 60 * 10**9)
+    text = f"{_trim_seconds(rest / 1e9)}s"
+    if hours or minutes:
+        text = f"{minutes}m{text}"
+    if hours:
+        text = f"{hours}h{text}"
+    return sign + text
+
+
+def _trim_seconds(number: float) -> str:
+    return f"{number:.9f}".rstrip("0").rstrip(".")

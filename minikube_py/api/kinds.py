@@ -6,6 +6,11 @@ A `Resource` describes one REST resource at one group/version: the names kubectl
 subresource reads and writes), and where its objects live in etcd. Discovery, routing, the
 registry and the Tables all read this one table, so adding a kind starts here.
 
+Not everything listed is stored: reviews are answered (`apiserver/authnreviews.py`, `accessreviews.py`),
+metrics.k8s.io is computed from the kubelets' stats (`apiserver/metrics.py`), and the pod and node
+subresources marked `proxied` are served by the node's kubelet through the apiserver
+(`apiserver/nodeproxy.py`).
+
 Several versions may serve the same stored objects (core/v1 and events.k8s.io/v1 events, autoscaling/v1 and
 v2 HPAs): they share a `storage_prefix`, and the `storage_version` names the version objects are kept at.
 Conversion between versions lives in `api/conversion.py`.
@@ -22,19 +27,37 @@ READ_VERBS = ("get", "list", "watch")
 ALL_VERBS = ("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch")
 
 
+# How a `proxied` subresource reaches the kubelet: CONNECT for kube's connecters (a connection upgraded to
+# a stream, or a request proxied as it is), STREAM for a body streamed back (a container's log).
+CONNECT, STREAM = "connect", "stream"
+
+
 @dataclass(frozen=True)
 class Subresource:
-    """A subresource such as `status` or `scale`: its name, the kind it speaks and its verbs."""
+    """A subresource such as `status` or `scale`: its name, the kind it speaks and its verbs; `proxied`
+    (CONNECT or STREAM) when the kubelet serves it rather than the registry."""
 
     name: str
     kind: str
     group: str = ""
     version: str = ""
     verbs: tuple[str, ...] = ("get", "patch", "update")
+    proxied: str = ""
 
 
 STATUS = "status"
 SCALE = Subresource("scale", "Scale", "autoscaling", "v1")
+# A connecter's verbs are its HTTP methods': GET (a WebSocket upgrade) is `get` and POST (SPDY) `create`;
+# nodes/proxy passes on every method (HEAD and OPTIONS have no verb of their own).
+_UPGRADE_VERBS = ("create", "get")
+_PROXY_VERBS = ("create", "delete", "get", "patch", "update")
+POD_STREAMS = (
+    Subresource("attach", "PodAttachOptions", verbs=_UPGRADE_VERBS, proxied=CONNECT),
+    Subresource("exec", "PodExecOptions", verbs=_UPGRADE_VERBS, proxied=CONNECT),
+    Subresource("log", "Pod", verbs=("get",), proxied=STREAM),
+    Subresource("portforward", "PodPortForwardOptions", verbs=_UPGRADE_VERBS, proxied=CONNECT),
+)
+NODE_PROXY = Subresource("proxy", "NodeProxyOptions", verbs=_PROXY_VERBS, proxied=CONNECT)
 
 
 @dataclass(frozen=True)
@@ -122,7 +145,7 @@ RESOURCES: tuple[Resource, ...] = (
        extra=(Subresource("finalize", "Namespace", verbs=("update",)),),
        verbs=("create", "delete", "get", "list", "patch", "update", "watch")),
     _r("", "v1", "Pod", "pods", short_names=("po",), categories=_ALL, status=True,
-       extra=(Subresource("binding", "Binding", verbs=("create",)),)),
+       extra=(Subresource("binding", "Binding", verbs=("create",)), *POD_STREAMS)),
     _r("", "v1", "Binding", "bindings", verbs=("create",)),
     _r("", "v1", "Service", "services", short_names=("svc",), categories=_ALL, status=True,
        storage_prefix="services/specs",
@@ -133,7 +156,8 @@ RESOURCES: tuple[Resource, ...] = (
     _r("", "v1", "Secret", "secrets"),
     _r("", "v1", "ServiceAccount", "serviceaccounts", short_names=("sa",),
        extra=(Subresource("token", "TokenRequest", "authentication.k8s.io", "v1", verbs=("create",)),)),
-    _r("", "v1", "Node", "nodes", namespaced=False, short_names=("no",), status=True, storage_prefix="minions"),
+    _r("", "v1", "Node", "nodes", namespaced=False, short_names=("no",), status=True, storage_prefix="minions",
+       extra=(NODE_PROXY,)),
     _r("", "v1", "Event", "events", short_names=("ev",)),
     _r("", "v1", "LimitRange", "limitranges", short_names=("limits",)),
     _r("", "v1", "ResourceQuota", "resourcequotas", short_names=("quota",), status=True),
@@ -199,6 +223,12 @@ RESOURCES: tuple[Resource, ...] = (
     _r("apiextensions.k8s.io", "v1", "CustomResourceDefinition", "customresourcedefinitions", namespaced=False,
        short_names=("crd", "crds"), status=True,
        storage_prefix="apiextensions.k8s.io/customresourcedefinitions"),
+    # metrics.k8s.io/v1beta1 (metrics-server's API): computed from the kubelets' stats, never stored; the
+    # prefixes only keep them apart from core nodes and pods
+    _r("metrics.k8s.io", "v1beta1", "NodeMetrics", "nodes", namespaced=False, verbs=("get", "list"),
+       storage_prefix="metrics.k8s.io/nodes"),
+    _r("metrics.k8s.io", "v1beta1", "PodMetrics", "pods", verbs=("get", "list"),
+       storage_prefix="metrics.k8s.io/pods"),
 )
 
 # The order groups appear in discovery (kube lists the legacy group first, then by priority).

@@ -5,6 +5,7 @@ Kubernetes publishes an OpenAPI definition for every built-in type, with its fie
 `x-kubernetes-patch-strategy`), list semantics (`x-kubernetes-list-type`, `-list-map-keys`) and kind
 identity (`x-kubernetes-group-version-kind`). `kubernetes-validate` ships them as JSON Schema; this module
 loads the 1.32 set once and answers two questions: the definition named N, and the definition of a kind.
+The metrics.k8s.io kinds, which a real cluster gets from metrics-server, are added from `api/metrics.py`.
 
 References inside definitions have the form `#/$defs/<name>`; `ref_name` turns one into a name.
 
@@ -24,6 +25,8 @@ from typing import Any
 import kubernetes_validate
 import orjson
 
+from . import metrics
+
 KUBERNETES_VERSION = "1.32.0"
 _DEFINITIONS = (Path(kubernetes_validate.__file__).parent / "kubernetes-json-schema" /
                 f"v{KUBERNETES_VERSION}-local" / "_definitions.json")
@@ -32,8 +35,10 @@ REF_PREFIX = "#/$defs/"
 
 @functools.cache
 def definitions() -> dict[str, dict[str, Any]]:
-    """Every definition by its name, e.g. `io.k8s.api.apps.v1.Deployment` (loaded once, ~4 MB)."""
-    return orjson.loads(_DEFINITIONS.read_bytes())["$defs"]  # type: ignore[no-any-return]
+    """Every definition by its name, e.g. `io.k8s.api.apps.v1.Deployment` (loaded once, ~4 MB), and those of
+    metrics.k8s.io, which kube-apiserver does not define itself (`api/metrics.py`)."""
+    upstream: dict[str, dict[str, Any]] = orjson.loads(_DEFINITIONS.read_bytes())["$defs"]
+    return {**upstream, **metrics.DEFINITIONS}
 
 
 @functools.cache

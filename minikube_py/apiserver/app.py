@@ -6,7 +6,8 @@ Request flow (see docs/architecture.md):
     → registry (registry/) → storage (store/, a real etcd)
 
 Routes: `/version`, `/healthz`, `/livez`, `/readyz`; discovery (`/api`, `/apis`, `/api/v1`, `/apis/<g>`,
-`/apis/<g>/<v>`); and every resource URL below `/api/v1/` and `/apis/<g>/<v>/`.
+`/apis/<g>/<v>`); and every resource URL below `/api/v1/` and `/apis/<g>/<v>/`. The subresources a kubelet
+serves (nodeproxy.py) and metrics.k8s.io (metrics.py, from the kubelets' stats) have routes of their own.
 
 At startup the app connects to etcd, starts the namespace cache and the compactor, and bootstraps the
 system namespaces and the `kubernetes` Service. `build_app` takes an already-built storage in tests.
@@ -45,6 +46,7 @@ from .consistency import ConsistentReads
 from .customresources import CustomResourceController
 from .encryption import with_encryption
 from .handlers import ResourceHandler
+from .metrics import MetricsAPI
 from .namespaces import NamespaceLifecycle
 from .nodeproxy import NodeProxy
 from .openapi import OpenAPIDocuments
@@ -99,6 +101,8 @@ class APIServer:
         self.openapi = OpenAPIDocuments(self.registry, custom_schema=self._custom_schema)
         self.authenticator: Authenticator | None = None  # set by server.make_asgi_app
         self.authorizer: AuthorizerChain = build_authorizer(["AlwaysAllow"], self)  # the real one at start
+        self.node_proxy = NodeProxy(self)
+        self.metrics = MetricsAPI(self, self.node_proxy)
 
     async def start(self) -> None:
         if self.storage is None:
@@ -243,9 +247,10 @@ class APIServer:
 
     def routes(self) -> list[BaseRoute]:
         # resource URLs first: they are nearly all the traffic, and routes are tried in order; the pod and node
-        # subresources a kubelet serves (logs, exec, ..., nodes/proxy) before them
+        # subresources a kubelet serves (logs, exec, ..., nodes/proxy) and metrics.k8s.io before them
         return [
-            *NodeProxy(self).routes(),
+            *self.node_proxy.routes(),
+            *self.metrics.routes(),
             Route("/api/{rest:path}", self.resources, methods=_METHODS),
             Route("/apis/{rest:path}", self.resources, methods=_METHODS),
             Route("/api", self.api_root), Route("/apis", self.apis_root),

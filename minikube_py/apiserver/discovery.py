@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..api.kinds import Registry, Resource
+from ..api.kinds import Registry, Resource, Subresource
 
 AGGREGATED_CONTENT_TYPE = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
 
@@ -49,7 +49,7 @@ def _aggregated_resource(res: Resource) -> dict[str, Any]:
             {"subresource": sub.name,
              "responseKind": {"group": sub.group, "version": sub.version, "kind": sub.kind},
              "verbs": sorted(sub.verbs)}
-            for sub in res.subresources
+            for sub in _subresources(res)
         ]
     return entry
 
@@ -74,6 +74,11 @@ def aggregated(registry: Registry, legacy: bool) -> dict[str, Any]:
 
 def _listed(registry: Registry, group: str, version: str) -> list[Resource]:
     return sorted(registry.in_group_version(group, version), key=lambda r: r.plural)
+
+
+def _subresources(res: Resource) -> list[Subresource]:
+    """In name order, as kube lists them (`pods/attach`, `pods/binding`, `pods/exec`, ...)."""
+    return sorted(res.subresources, key=lambda sub: sub.name)
 
 
 def api_versions(address: str) -> dict[str, Any]:
@@ -104,7 +109,7 @@ def api_resource_list(registry: Registry, group: str, version: str) -> dict[str,
         if res.categories:
             entry["categories"] = list(res.categories)
         resources.append(entry)
-        for sub in res.subresources:
+        for sub in _subresources(res):
             sub_entry: dict[str, Any] = {"name": f"{res.plural}/{sub.name}", "singularName": "",
                                          "namespaced": res.namespaced, "kind": sub.kind, "verbs": sorted(sub.verbs)}
             if sub.group:

@@ -89,10 +89,13 @@ class ResourceHandler:
             raise errors.route_not_found()
         if info.namespace and not store.resource.namespaced:
             raise errors.route_not_found()
-        if info.subresource and store.resource.subresource(info.subresource) is None:
+        sub = store.resource.subresource(info.subresource) if info.subresource else None
+        if info.subresource and sub is None:
             raise errors.route_not_found()
-        if not info.subresource and info.verb not in store.resource.verbs:
-            raise errors.method_not_allowed(info.verb)  # e.g. a GET of tokenreviews, which are only created
+        # a verb the resource does not take (a GET of tokenreviews, which are only created), or a subresource
+        # the kubelet serves reached with a method the node proxy does not route (a PUT of pods/log)
+        if (sub is not None and sub.proxied) or info.verb not in (sub.verbs if sub else store.resource.verbs):
+            raise errors.method_not_allowed(info.verb)
         return store
 
     async def _dispatch(self, request: Request, info: RequestInfo, store: ResourceStore) -> Response:

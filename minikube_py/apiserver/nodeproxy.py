@@ -88,16 +88,13 @@ class NodeProxy:
             self._ssl = context
         return self._ssl
 
+    def kubelet_client(self, timeout: httpx.Timeout) -> httpx.AsyncClient:
+        """An HTTPS client for kubelets (the caller closes it); metrics.py scrapes stats with it too."""
+        return httpx.AsyncClient(verify=self.ssl_context, timeout=timeout)
+
     async def kubelet_url(self, node_name: str) -> str:
         """https://host:port of the node's kubelet. Raises APIError (404 for a missing node)."""
-        node = await self.server.stores[("", "v1", "nodes")].get("", node_name)
-        status = node.get("status", {})
-        addresses = {a.get("type"): a.get("address") for a in status.get("addresses", [])}
-        host = addresses.get("InternalIP") or addresses.get("Hostname")
-        if not host:
-            raise errors.bad_request(f'no preferred addresses found; known addresses: {list(addresses.values())}')
-        port = status.get("daemonEndpoints", {}).get("kubeletEndpoint", {}).get("Port") or DEFAULT_KUBELET_PORT
-        return f"https://{host}:{port}"
+        return kubelet_endpoint(await self.server.stores[("", "v1", "nodes")].get("", node_name))
 
     async def pod_location(self, conn: HTTPConnection, subresource: str) -> tuple[dict[str, Any], str, str]:
         """(pod, container, kubelet base URL) for a pod subresource request, checked as kube does.
@@ -147,7 +144,7 @@ class NodeProxy:
 
     async def _forward(self, method: str, url: str, body: bytes, headers: dict[str, str]) -> Response:
         """Send the request to the kubelet and stream its answer back (status, content type, body)."""
-        client = httpx.AsyncClient(verify=self.ssl_context, timeout=httpx.Timeout(30, read=None))
+        client = self.kubelet_client(httpx.Timeout(30, read=None))
         try:
             upstream = await client.send(client.build_request(method, url, content=body, headers=headers),
                                          stream=True)
@@ -240,6 +237,17 @@ class NodeProxy:
 
 
 _METHODS = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
+
+
+def kubelet_endpoint(node: dict[str, Any]) -> str:
+    """https://host:port of a Node's kubelet. Raises APIError (400) when the Node has no address."""
+    status = node.get("status", {})
+    addresses = {a.get("type"): a.get("address") for a in status.get("addresses", [])}
+    host = addresses.get("InternalIP") or addresses.get("Hostname")
+    if not host:
+        raise errors.bad_request(f'no preferred addresses found; known addresses: {list(addresses.values())}')
+    port = status.get("daemonEndpoints", {}).get("kubeletEndpoint", {}).get("Port") or DEFAULT_KUBELET_PORT
+    return f"https://{host}:{port}"
 
 
 def _container(pod: dict[str, Any], name: str) -> str:

@@ -21,6 +21,11 @@ a request naming the current hash may be cached for good (`immutable`), as kube 
 
 Each PATCH operation lists the patch bodies the resource takes (`patch.patch_types`): kubectl computes a
 client-side apply's strategic merge patch from these schemas when it sees that content type.
+
+The subresources the kubelet serves are documented as kube documents them: `pods/log` as a read answering
+text, and the connecters (`pods/exec`, `pods/attach`, `pods/portforward`, `nodes/proxy`) with one `connect`
+operation per HTTP method, named by their options kind (`PodExecOptions`), answering a string. Their
+options (`command`, `container`, ...) are left out of the parameters.
 """
 
 from __future__ import annotations
@@ -34,7 +39,7 @@ from typing import Any
 import orjson
 
 from ..api import schemas
-from ..api.kinds import Registry, Resource, Subresource
+from ..api.kinds import STREAM, Registry, Resource, Subresource
 from .patch import patch_types
 
 JSON = "application/json"
@@ -97,6 +102,7 @@ _PARAMETERS: dict[str, tuple[str, str, str]] = {  # name: (in, type, description
     "gracePeriodSeconds": ("query", "integer", "seconds before the object is deleted"),
     "orphanDependents": ("query", "boolean", "deprecated: use propagationPolicy"),
     "propagationPolicy": ("query", "string", "`Foreground`, `Background` or `Orphan`"),
+    "path": ("path", "string", "the path to pass on to the kubelet"),
 }
 _LIST = ("allowWatchBookmarks", "continue", "fieldSelector", "labelSelector", "limit", "resourceVersion",
          "resourceVersionMatch", "timeoutSeconds", "watch")
@@ -147,6 +153,19 @@ def _responses(schema: str, codes: tuple[str, ...], media: tuple[str, ...] = (JS
     return found
 
 
+def _text_operation(action: str, operation_id: str, description: str, target: Target, media: str,
+                    res: Resource) -> dict[str, Any]:
+    """An operation of a subresource the kubelet serves: it answers a stream of bytes, typed a string."""
+    return {"description": description, "operationId": operation_id, "tags": [tag(res.group, res.version)],
+            "responses": {"200": {"description": "OK", "content": {media: {"schema": {"type": "string"}}}},
+                          "401": {"description": "Unauthorized"}},
+            "x-kubernetes-action": action, "x-kubernetes-group-version-kind": target.gvk()}
+
+
+# A connecter's verbs and the HTTP methods they stand for.
+_CONNECT_METHODS = {"get": "get", "create": "post", "update": "put", "patch": "patch", "delete": "delete"}
+
+
 def _operation(action: str, operation_id: str, description: str, target: Target, response: str,
                codes: tuple[str, ...], params: tuple[str, ...], res: Resource) -> dict[str, Any]:
     op: dict[str, Any] = {"description": description, "operationId": operation_id,
@@ -184,7 +203,10 @@ class PathBuilder:
         if {"get", "update", "patch", "delete"} & set(self.res.verbs):
             found[f"{self.collection}/{{name}}"] = self._object()
         for sub in self.res.subresources:
-            found[f"{self.collection}/{{name}}/{sub.name}"] = self._subresource(sub)
+            item = f"{self.collection}/{{name}}/{sub.name}"
+            found[item] = self._proxied(sub) if sub.proxied else self._subresource(sub)
+            if sub.name == "proxy":  # a proxy passes on the rest of the path too
+                found[item + "/{path}"] = self._proxied(sub, with_path=True)
         return {path: ops for path, ops in found.items() if len(ops) > 1}
 
     def _path_parameters(self, named: bool) -> list[dict[str, Any]]:
@@ -252,6 +274,24 @@ class PathBuilder:
                                       target.schema, ("200", "201"), (*_WRITE, "force"), res)
         return ops
 
+    def _proxied(self, sub: Subresource, with_path: bool = False) -> dict[str, Any]:
+        """`pods/log` (a read answering text) or a connecter: `connect` for each of its HTTP methods."""
+        res = self.res
+        target = Target(res.group, res.version, sub.kind, "")
+        name = f"{self.scope}{res.kind}{sub.name[:1].upper()}{sub.name[1:]}{'WithPath' if with_path else ''}"
+        names = ("name", "path") if with_path else ("name",)
+        ops: dict[str, Any] = {"parameters": parameters(*names, *(("namespace",) if res.namespaced else ()))}
+        if sub.proxied == STREAM:
+            ops["get"] = _text_operation("get", f"read{self.prefix}{name}", f"read {sub.name} of the specified "
+                                         f"{res.kind}", target, "text/plain", res)
+            return ops
+        for verb in sorted(sub.verbs):
+            method = _CONNECT_METHODS[verb]
+            ops[method] = _text_operation("connect", f"connect{self.prefix}{method.capitalize()}{name}",
+                                          f"connect {method.upper()} requests to {sub.name} of {res.kind}", target,
+                                          "*/*", res)
+        return ops
+
     def _list_schema(self) -> str:
         return self.target.schema + "List"
 
@@ -259,7 +299,7 @@ class PathBuilder:
         """The component schemas this resource's operations refer to."""
         found = {self.target.schema} | ({self._list_schema()} if "list" in self.res.verbs else set())
         for sub in self.res.subresources:
-            if sub.kind != self.res.kind:
+            if sub.kind != self.res.kind and not sub.proxied:
                 found.add(schema_name(sub.group or self.res.group, sub.version or self.res.version, sub.kind))
         return found
 

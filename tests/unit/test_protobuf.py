@@ -550,7 +550,8 @@ def test_any_object_of_any_served_kind_survives_a_round_trip(obj: dict[str, Any]
 # --- the committed schema ---------------------------------------------------------------------------------------
 
 def test_every_kind_the_apiserver_serves_has_a_message() -> None:
-    missing = [(r.api_version, r.kind) for r in RESOURCES if not SCHEMA.message_for(r.api_version, r.kind)]
+    written = [r for r in RESOURCES if {"create", "update", "patch"} & set(r.verbs)]  # not metrics.k8s.io's
+    missing = [(r.api_version, r.kind) for r in written if not SCHEMA.message_for(r.api_version, r.kind)]
     assert not missing, "regenerate schema.json with scripts/gen_protobuf_schema.py"
 
 

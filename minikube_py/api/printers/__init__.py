@@ -16,6 +16,7 @@ from minikube_py.api.printers import (
     core,
     discovery,
     events,
+    metrics,
     networking,
     nodes,
     pods,
@@ -30,7 +31,7 @@ from minikube_py.api.printers.base import DEFAULT_PRINTER, Printer
 GroupVersionKind = tuple[str, str, str]
 
 _MODULES = (core, pods, services, nodes, volumes, events, apps, batch, autoscaling, coordination, discovery,
-            networking, policy, rbac, scheduling)
+            networking, policy, rbac, scheduling, metrics)
 
 
 def _merge() -> dict[GroupVersionKind, Printer]:

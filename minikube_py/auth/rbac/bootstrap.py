@@ -5,7 +5,9 @@ user-facing roles (cluster-admin, admin, edit, view and their `system:aggregate-
 label), the discovery and public-info roles, one role per component identity (system:kube-scheduler,
 system:kube-controller-manager, system:node, system:node-proxier, ...) and one `system:controller:<name>`
 role per controller of kube-controller-manager, bound to that controller's ServiceAccount in kube-system.
-`system:node` is bound to nobody: the Node authorizer decides for kubelets, as in kube.
+`system:node` is bound to nobody: the Node authorizer decides for kubelets, as in kube. Two objects come
+from elsewhere, for what mkpy builds in: kubeadm's kubelet-api-admin binding for the apiserver's kubelet
+client, and metrics-server's system:aggregated-metrics-reader (metrics.k8s.io for view, edit and admin).
 
 Every object carries the label `kubernetes.io/bootstrapping: rbac-defaults` and the annotation
 `rbac.authorization.kubernetes.io/autoupdate: "true"`; `apiserver/rbac.py` reconciles them at start.
@@ -76,6 +78,10 @@ _CLUSTER_ROLES: dict[str, tuple[list[dict[str, Any]], dict[str, str], dict[str, 
         rule(READ, ("policy",), "poddisruptionbudgets poddisruptionbudgets/status"),
         rule(READ, ("networking.k8s.io",), "ingresses ingresses/status networkpolicies"),
     ], _aggregate_to("view"), None),
+    # not in kube's own policy: metrics-server's manifest adds it; mkpy serves metrics.k8s.io itself
+    "system:aggregated-metrics-reader": ([rule(READ, ("metrics.k8s.io",), "pods nodes")],
+                                         {**_aggregate_to("view"), **_aggregate_to("edit"),
+                                          **_aggregate_to("admin")}, None),
     "system:auth-delegator": ([
         rule("create", ("authentication.k8s.io",), "tokenreviews"),
         rule("create", ("authorization.k8s.io",), "subjectaccessreviews"),

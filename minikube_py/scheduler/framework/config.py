@@ -36,10 +36,10 @@ from typing import Any
 import yaml
 
 from minikube_py.api import errors as field_errors
+from minikube_py.api.gofmt import go_duration
 from minikube_py.scheduler.framework import registry as plugin_registry
 from minikube_py.scheduler.framework.interface import EXTENSION_POINTS, MAX_NODE_SCORE, MAX_TOTAL_SCORE
 from minikube_py.scheduler.framework.registry import POINT_TYPES, Registry, serves
-from minikube_py.scheduler.framework.waiting import go_duration
 
 API_VERSION = "kubescheduler.config.k8s.io/v1"
 KIND = "KubeSchedulerConfiguration"

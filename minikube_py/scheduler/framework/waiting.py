@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Iterator, Mapping
 
+from minikube_py.api.gofmt import go_duration
 from minikube_py.client.clock import Clock
 from minikube_py.scheduler.framework.interface import Code, Pod, Status
 
@@ -110,29 +111,3 @@ class WaitingPods:
 
     def __len__(self) -> int:
         return len(self._pods)
-
-
-def go_duration(seconds: float) -> str:
-    """`seconds` printed as Go prints a time.Duration: 500ms, 10s, 1m30s, 15m0s, 1h0m0s."""
-    nanos = round(seconds * 1e9)
-    if nanos == 0:
-        return "0s"
-    sign, nanos = ("-", -nanos) if nanos < 0 else ("", nanos)
-    if nanos < 1_000:
-        return f"{sign}{nanos}ns"
-    if nanos < 1_000_000:
-        return f"{sign}{_trim(nanos / 1e3)}µs"
-    if nanos < 1_000_000_000:
-        return f"{sign}{_trim(nanos / 1e6)}ms"
-    hours, rest = divmod(nanos, 3600 * 10**9)
-    minutes, rest = divmod(rest, 60 * 10**9)
-    text = f"{_trim(rest / 1e9)}s"
-    if hours or minutes:
-        text = f"{minutes}m{text}"
-    if hours:
-        text = f"{hours}h{text}"
-    return sign + text
-
-
-def _trim(number: float) -> str:
-    return f"{number:.9f}".rstrip("0").rstrip(".")
