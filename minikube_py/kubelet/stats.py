@@ -5,7 +5,8 @@ container stats over CRI. `kubectl top` reads it through metrics.k8s.io.
 
 CPU use is a rate: the runtime reports cumulative core-nanoseconds per container, and `usageNanoCores` is
 the difference between two samples divided by the time between them (the previous sample is kept per
-container, as cAdvisor does). The node's figures are the sum of its pods' (several nodes share this host,
+container, as cAdvisor does). Only running containers count: the runtime also reports the exited ones (a
+restarted container's previous instance, a finished pod's), which would list a name twice. The node's figures are the sum of its pods' (several nodes share this host,
 so the host's own totals would say nothing about one node).
 """
 
@@ -30,7 +31,11 @@ class StatsProvider:
         now = time_string()
         pods: dict[str, dict[str, Any]] = {}
         seen: set[str] = set()
+        running_filter = cri.ContainerFilter(state=cri.ContainerStateValue(state=cri.CONTAINER_RUNNING))
+        running = {container.id for container in await self._runtime.list_containers(running_filter)}
         for stats in await self._runtime.list_container_stats():
+            if stats.attributes.id not in running:
+                continue
             labels = stats.attributes.labels
             uid = labels.get(runtimestate.POD_UID_LABEL, "")
             pod = bound_pods.get(uid)
