@@ -11,6 +11,9 @@ the next steps, in kube's order:
 4. app containers: started when missing, restarted after exiting as `restartPolicy` says (with
    CrashLoopBackOff: `backoff.py`), replaced when their spec changed.
 
+A container found created but never started (a kubelet killed between CreateContainer and StartContainer) is
+replaced by a new one, init and app containers alike.
+
 Starting a container is: the image (by `imagePullPolicy`: ImageStatus, PullImage only when needed), its
 environment (`envvars.py`), CreateContainer, StartContainer, then the postStart hook. A step that fails
 leaves a Waiting reason (ErrImagePull, ImagePullBackOff, CreateContainerConfigError, CreateContainerError,
@@ -147,12 +150,13 @@ class RuntimeManager:
             latest = ctx.current(name)
             if latest is not None and latest.exited and latest.exit_code == 0:
                 continue
-            if latest is not None and latest.running:
-                for app in _app_names(spec):
-                    result.wait(app, "PodInitializing")
-                return False
             for app in _app_names(spec):
                 result.wait(app, "PodInitializing")
+            if latest is not None and latest.running:
+                return False
+            if latest is not None and latest.state == cri.CONTAINER_CREATED:
+                await self._replace_created(ctx, container, latest, result, init=True)
+                return False
             if latest is not None and latest.exited:
                 if spec.get("restartPolicy") == "Never":
                     result.failed = True
@@ -170,7 +174,10 @@ class RuntimeManager:
         if latest is None:
             await self._start_container(ctx, container, result)
             return
-        if latest.running or latest.state == cri.CONTAINER_CREATED:
+        if latest.state == cri.CONTAINER_CREATED:
+            await self._replace_created(ctx, container, latest, result)
+            return
+        if latest.running:
             changed = latest.spec_hash and latest.spec_hash != containerconfig.container_hash(container)
             if not (changed or failed_probe):
                 return
@@ -184,6 +191,22 @@ class RuntimeManager:
             return
         if self._may_restart(ctx, container, latest, result):
             await self._start_container(ctx, container, result)
+
+    async def _replace_created(self, ctx: _StartContext, container: dict[str, Any], created: ContainerState,
+                               result: SyncResult, init: bool = False) -> None:
+        """A container created but never started (the kubelet stopped between CreateContainer and StartContainer):
+        a new one replaces it, as in kube (its restart count goes up by one); this one is removed first, where
+        kube leaves it to garbage collection, so that no container is left behind in the runtime."""
+        log.info("container %s of pod %s was created but never started; replacing it", created.id[:13],
+                 ctx.pod["metadata"]["name"])
+        try:
+            await self.runtime.remove_container(created.id)
+        except CRIError as error:
+            if not isinstance(error, CRINotFound):
+                log.warning("removing container %s: %s", created.id[:13], error)
+                result.retry(2.0)
+                return
+        await self._start_container(ctx, container, result, init=init)
 
     def _may_restart(self, ctx: _StartContext, container: dict[str, Any], latest: ContainerState,
                      result: SyncResult) -> bool:

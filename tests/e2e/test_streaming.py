@@ -11,18 +11,11 @@ that is not in the pod, a pod without a node, a kubelet that is down, a user wit
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import ipaddress
 import os
-import pty
 import re
-import select
 import socket
-import struct
-import subprocess
-import termios
 import threading
-import time
 import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -41,6 +34,7 @@ from minikube_py.kubelet.server import ContainerRef, KubeletServer, uvicorn_conf
 from minikube_py.store.etcd_server import free_port
 from minikube_py.streaming.channels import TerminalSize
 from tests.e2e.conftest import Background, Result, run, wait_until
+from tests.e2e.terminal import run_in_terminal
 from tests.harness import ControlPlane
 from tests.kubelet.server.backend import ServerThread, write_log
 from tests.streaming.localruntime import LocalRuntime, RuntimeStub
@@ -189,34 +183,6 @@ def test_exec_over_the_spdy_fallback(world: World) -> None:
                            check=False, timeout=20)
     assert result.returncode == 7, result.describe()
     assert result.stdout == "via spdy\n"
-
-
-def run_in_terminal(argv: list[str], env: dict[str, str], rows: int, cols: int, timeout: float = 20) -> str:
-    """Run `argv` with a pseudo-terminal of rows x cols as stdin/stdout/stderr; what it printed."""
-    master, slave = pty.openpty()
-    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
-    process = subprocess.Popen(argv, stdin=slave, stdout=slave, stderr=slave, env=env, start_new_session=True)
-    os.close(slave)
-    output, deadline = b"", time.monotonic() + timeout
-    try:
-        while time.monotonic() < deadline:
-            ready, _, _ = select.select([master], [], [], 0.1)
-            if ready:
-                try:
-                    data = os.read(master, 4096)
-                except OSError:  # EIO: the process closed the terminal
-                    break
-                if not data:
-                    break
-                output += data
-            elif process.poll() is not None:
-                break
-    finally:
-        os.close(master)
-        if process.poll() is None:
-            process.kill()
-        process.wait(5)
-    return output.decode(errors="replace")
 
 
 def test_exec_with_a_tty_gets_the_terminals_size(world: World) -> None:
