@@ -24,6 +24,10 @@ PATHS = ("/healthz", "/livez", "/readyz")
 _MAX_REQUEST_LINE = 8192
 
 
+class HealthServerError(Exception):
+    """The address cannot be served (port taken, address not local); the message says which and why."""
+
+
 class HealthServer:
     def __init__(self, bind_address: str, port: int, *, cert_file: str = "", key_file: str = "") -> None:
         self.bind_address = bind_address
@@ -41,7 +45,11 @@ class HealthServer:
         if not cert_file:
             cert_file, key_file = _self_signed()
         context.load_cert_chain(cert_file, key_file)
-        self._server = await asyncio.start_server(self._serve, self.bind_address, self.port, ssl=context)
+        try:
+            self._server = await asyncio.start_server(self._serve, self.bind_address, self.port, ssl=context)
+        except OSError as error:
+            raise HealthServerError(f"cannot serve /healthz on {self.bind_address}:{self.port}: "
+                                    f"{error.strerror or error}") from None
 
     async def stop(self) -> None:
         if self._server is not None:

@@ -270,3 +270,16 @@ class LeaderElector:
 def _log_leading_failure(task: asyncio.Task[None]) -> None:
     if not task.cancelled() and task.exception() is not None:
         log.error("on_started_leading failed", exc_info=task.exception())
+
+
+async def run_as_leader(client: RESTClient, config: LeaderElectionConfig | None,
+                        work: Callable[[], Awaitable[None]], *, logger: logging.Logger) -> None:
+    """A component's main loop: `work()` at once without leader election (`config` None), else only while
+    holding the Lease. Returns when the Lease is lost (the component should then exit)."""
+    if config is None:
+        await work()
+        return
+    elector = LeaderElector(client, config, on_started_leading=work,
+                            on_new_leader=lambda holder: logger.info("the leader is now %s", holder))
+    await elector.run()
+    logger.error("leader election lost")

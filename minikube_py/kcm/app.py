@@ -25,11 +25,11 @@ import socket
 from dataclasses import dataclass, field
 
 from minikube_py.client.events import EventBroadcaster
-from minikube_py.client.healthz import HealthServer
+from minikube_py.client.healthz import HealthServer, HealthServerError
 from minikube_py.client.informer import SharedInformerFactory
 from minikube_py.client.kubeconfig import ConfigError as KubeconfigError
 from minikube_py.client.kubeconfig import load_kubeconfig, user_agent
-from minikube_py.client.leaderelection import LeaderElectionConfig, LeaderElector
+from minikube_py.client.leaderelection import LeaderElectionConfig, run_as_leader
 from minikube_py.client.rest import RESTClient
 from minikube_py.kcm.clientbuilder import ServiceAccountClientBuilder
 from minikube_py.kcm.context import ControllerContext, ControllerSettings
@@ -100,18 +100,10 @@ async def run(options: Options) -> None:
         if options.secure_port:
             try:
                 await health.start()
-            except OSError as error:
-                raise ControllerManagerSetupError(f"cannot serve /healthz on {options.bind_address}:"
-                                                  f"{options.secure_port}: {error.strerror or error}") from None
+            except HealthServerError as error:
+                raise ControllerManagerSetupError(str(error)) from None
         try:
-            if election is None:
-                await run_controllers(root, enabled, options)
-            else:
-                elector = LeaderElector(root, election,
-                                        on_started_leading=lambda: run_controllers(root, enabled, options),
-                                        on_new_leader=lambda holder: log.info("the leader is now %s", holder))
-                await elector.run()
-                log.error("leader election lost")
+            await run_as_leader(root, election, lambda: run_controllers(root, enabled, options), logger=log)
         finally:
             await health.stop()
 

@@ -20,7 +20,7 @@ import logging
 import uvicorn
 
 from minikube_py.client.events import EventBroadcaster
-from minikube_py.client.healthz import HealthServer
+from minikube_py.client.healthz import HealthServer, HealthServerError
 from minikube_py.client.kubeconfig import ConfigError as KubeconfigError
 from minikube_py.client.kubeconfig import load_kubeconfig, user_agent
 from minikube_py.client.rest import RESTClient
@@ -71,9 +71,8 @@ async def run(config: KubeletConfig) -> None:
         if config.healthz_port:
             try:
                 await health.start()
-            except OSError as error:
-                raise KubeletSetupError(f"cannot serve /healthz on 127.0.0.1:{config.healthz_port}: "
-                                        f"{error.strerror or error}") from None
+            except HealthServerError as error:
+                raise KubeletSetupError(str(error)) from None
         broadcaster.start_recording_to_sink()
         api_server = _api_server(config, kubelet, client)
         serving = asyncio.create_task(api_server.serve()) if api_server is not None else None

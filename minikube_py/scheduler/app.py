@@ -30,11 +30,11 @@ from typing import Any
 
 from minikube_py.client import resources
 from minikube_py.client.events import EventBroadcaster
-from minikube_py.client.healthz import HealthServer
+from minikube_py.client.healthz import HealthServer, HealthServerError
 from minikube_py.client.informer import SharedInformerFactory
 from minikube_py.client.kubeconfig import ConfigError as KubeconfigError
 from minikube_py.client.kubeconfig import load_kubeconfig, user_agent
-from minikube_py.client.leaderelection import LeaderElectionConfig, LeaderElector
+from minikube_py.client.leaderelection import LeaderElectionConfig, run_as_leader
 from minikube_py.client.rest import RESTClient
 from minikube_py.scheduler import explain
 from minikube_py.scheduler.cache import Cache
@@ -164,20 +164,10 @@ async def run(options: Options) -> None:
         if options.secure_port:
             try:
                 await health.start()
-            except OSError as error:
-                raise SchedulerSetupError(f"cannot serve /healthz on {options.bind_address}:"
-                                          f"{options.secure_port}: {error.strerror or error}") from None
+            except HealthServerError as error:
+                raise SchedulerSetupError(str(error)) from None
         try:
-            if election is None:
-                await _schedule(scheduler, informers, broadcaster)
-            else:
-                async def lead() -> None:
-                    await _schedule(scheduler, informers, broadcaster)
-
-                elector = LeaderElector(client, election, on_started_leading=lead,
-                                        on_new_leader=lambda holder: log.info("the leader is now %s", holder))
-                await elector.run()
-                log.error("leader election lost")
+            await run_as_leader(client, election, lambda: _schedule(scheduler, informers, broadcaster), logger=log)
         finally:
             await health.stop()
 

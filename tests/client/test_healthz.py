@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import socket
 import ssl
 
 import pytest
 
-from minikube_py.client.healthz import HealthServer
+from minikube_py.client.healthz import HealthServer, HealthServerError
 from minikube_py.store.etcd_server import free_port
 
 
@@ -48,3 +49,12 @@ async def test_it_serves_https_with_a_self_signed_certificate() -> None:
         assert response.startswith(b"HTTP/1.1 200 OK") and response.endswith(b"\r\n\r\nok")
     finally:
         await server.stop()
+
+
+async def test_a_port_already_taken_is_an_error_naming_the_address() -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        with pytest.raises(HealthServerError, match=f"cannot serve /healthz on 127.0.0.1:{port}: "):
+            await HealthServer("127.0.0.1", port).start()
