@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from .gofmt import go_number, go_quote, go_sharp_v, is_number
+from .gofmt import go_quote, go_sharp_v
 
 
 @dataclass(frozen=True)
@@ -54,15 +54,9 @@ def render_value(value: Any) -> str:
     (`map[string]interface {}{"a":1}`)."""
     if value is None:
         return '"null"'
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, str):
-        return go_quote(value)
-    if is_number(value):
-        return go_number(value)
     if isinstance(value, GoRendered):
         return value.text
-    return go_sharp_v(value)
+    return go_sharp_v(value)  # scalars print the same under %#v as under %v
 
 
 def _body(kind: str, value: Any, detail: str) -> str:
