@@ -259,15 +259,14 @@ class ReplicaSetController:
 def calculate_status(owner: dict[str, Any], pods: list[dict[str, Any]], failure: errors.APIStatusError | None,
                      now: float) -> dict[str, Any]:
     spec = owner.get("spec") or {}
-    template_labels = ((spec.get("template") or {}).get("metadata") or {}).get("labels") or {}
+    template_labels = LabelSelector.from_set(((spec.get("template") or {}).get("metadata") or {}).get("labels") or {})
     min_ready = int(spec.get("minReadySeconds", 0))
-    ready = [pod for pod in pods if _ready_since(pod) is not None]
+    ready_since = [since for since in map(_ready_since, pods) if since is not None]
     status: dict[str, Any] = {
         "replicas": len(pods),
-        "fullyLabeledReplicas": sum(1 for pod in pods
-                                    if LabelSelector.from_set(template_labels).matches(pod["metadata"].get("labels"))),
-        "readyReplicas": len(ready),
-        "availableReplicas": sum(1 for pod in ready if now - (_ready_since(pod) or now) >= min_ready),
+        "fullyLabeledReplicas": sum(1 for pod in pods if template_labels.matches(pod["metadata"].get("labels"))),
+        "readyReplicas": len(ready_since),
+        "availableReplicas": sum(1 for since in ready_since if now - since >= min_ready),
         "observedGeneration": owner["metadata"].get("generation", 0),
     }
     conditions = [c for c in (owner.get("status") or {}).get("conditions") or [] if c.get("type") != "ReplicaFailure"]
@@ -294,7 +293,7 @@ def deletion_rank(pods: list[dict[str, Any]], now: float) -> Callable[[dict[str,
         created = pod["metadata"].get("creationTimestamp", "")
         return (bool(node), PHASE_RANK.get((pod.get("status") or {}).get("phase", ""), 0), ready_since is not None,
                 _deletion_cost(pod), -per_node[node] if node else 0,
-                -(ready_since or 0.0), -restarts, _negated(created))
+                -(ready_since or 0.0), -restarts, -parse_time(created).timestamp() if created else 0.0)
     return rank
 
 
@@ -312,11 +311,6 @@ def _deletion_cost(pod: dict[str, Any]) -> int:
         return int((pod["metadata"].get("annotations") or {}).get(DELETION_COST, 0))
     except ValueError:
         return 0
-
-
-def _negated(timestamp: str) -> tuple[int, ...]:
-    """Sorts RFC 3339 timestamps newest first."""
-    return tuple(-ord(char) for char in timestamp)
 
 
 def _namespace_terminating(error: errors.APIStatusError) -> bool:
