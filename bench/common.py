@@ -27,6 +27,8 @@ import os
 import re
 import shutil
 import ssl
+import subprocess
+import sys
 import threading
 import time
 import traceback
@@ -428,3 +430,22 @@ def verdict(what: str, value: float, target: float, *, at_least: bool, unit: str
     bound = ">=" if at_least else "<="
     print(f"[{'PASS' if passed else 'MISS'}] {what} = {value:.2f}{unit} (target {bound} {target:g}{unit})",
           flush=True)
+
+
+class MkpyHome:
+    """A private MKPY_HOME, HOME and KUBECONFIG under `root`, and `mkpy ... --name cluster` run against them,
+    so a benchmark's cluster never touches the user's clusters or kubeconfig."""
+
+    def __init__(self, root: str, cluster: str) -> None:
+        self.cluster = cluster
+        self.env = {**os.environ, "HOME": root, "MKPY_HOME": f"{root}/mkpy", "KUBECONFIG": f"{root}/kube/config"}
+        self.mkpy = str(Path(sys.executable).parent / "mkpy")
+        self.cluster_dir = Path(root) / "mkpy" / cluster
+        self.kubeconfig = self.cluster_dir / "kubeconfig"
+
+    def __call__(self, *args: str) -> None:
+        subprocess.run([self.mkpy, *args, "--name", self.cluster], env=self.env, check=True,
+                       stdout=subprocess.DEVNULL)
+
+    def delete(self) -> None:
+        subprocess.run([self.mkpy, "delete", "--name", self.cluster], env=self.env, stdout=subprocess.DEVNULL)

@@ -17,15 +17,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
-import subprocess
-import sys
 import tempfile
 import time
 import uuid
 from pathlib import Path
 
-from bench.common import cpu_seconds, rss_mb, verdict
+from bench.common import MkpyHome, cpu_seconds, rss_mb, verdict
 
 CLUSTER = "simnodes"
 RATE_TARGET = 0.8
@@ -34,17 +31,8 @@ CPU_TARGET = 0.05  # of one core
 CONCURRENCY = 32
 
 
-class Home:
-    def __init__(self, root: str) -> None:
-        self.env = {**os.environ, "HOME": root, "MKPY_HOME": f"{root}/mkpy", "KUBECONFIG": f"{root}/kube/config"}
-        self.mkpy = str(Path(sys.executable).parent / "mkpy")
-        self.cluster_dir = Path(root) / "mkpy" / CLUSTER
-
-    def __call__(self, *args: str) -> None:
-        subprocess.run([self.mkpy, *args, "--name", CLUSTER], env=self.env, check=True, stdout=subprocess.DEVNULL)
-
-    def simulated_pid(self) -> int:
-        return int((self.cluster_dir / "run" / "simulated-nodes.pid").read_text())
+def simulated_pid(home: MkpyHome) -> int:
+    return int((home.cluster_dir / "run" / "simulated-nodes.pid").read_text())
 
 
 async def wait_nodes_ready(kubeconfig: Path, count: int) -> None:
@@ -112,17 +100,17 @@ def main() -> None:
     parser.add_argument("--idle", type=float, default=30.0, help="seconds of idle CPU measurement")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="mkpy-bench-") as root:
-        home = Home(root)
-        kubeconfig = home.cluster_dir / "kubeconfig"
+        home = MkpyHome(root, CLUSTER)
+        kubeconfig = home.kubeconfig
         try:
             home("up", "--nodes", "0", "--simulated-nodes", "1", "--no-switch-context")
             asyncio.run(wait_nodes_ready(kubeconfig, 1))
             time.sleep(3)
-            rss_one = rss_mb(home.simulated_pid())
+            rss_one = rss_mb(simulated_pid(home))
             home("up", "--simulated-nodes", str(args.nodes), "--no-switch-context")
             asyncio.run(wait_nodes_ready(kubeconfig, args.nodes))
             time.sleep(5)
-            pid = home.simulated_pid()
+            pid = simulated_pid(home)
             rss_all = rss_mb(pid)
             cpu_before = cpu_seconds(pid)
             time.sleep(args.idle)
@@ -130,7 +118,7 @@ def main() -> None:
             names = [f"{CLUSTER}-sim-{i:03d}" for i in range(1, args.nodes + 1)]
             create_rate, running_rate = asyncio.run(create_and_watch(kubeconfig, names, args.pods))
         finally:
-            subprocess.run([home.mkpy, "delete", "--name", CLUSTER], env=home.env, stdout=subprocess.DEVNULL)
+            home.delete()
     per_node_mib = (rss_all - rss_one) / (args.nodes - 1) * 1e6 / 2**20
     print(f"simulated-nodes RSS: {rss_one:.1f} MB with 1 node, {rss_all:.1f} MB with {args.nodes}")
     print(f"idle CPU of {args.nodes} simulated nodes over {args.idle:.0f} s: {idle_cpu * 100:.1f}% of one core")
