@@ -99,6 +99,10 @@ class RESTClient:
     async def get(self, resource: Resource, name: str, namespace: str | None = None) -> dict[str, Any]:
         return await self._request("GET", path(resource, _namespace(resource, namespace), name))
 
+    async def get_path(self, url: str) -> dict[str, Any]:
+        """GET a path that is not an object, such as a discovery document (`/apis/apps/v1`)."""
+        return await self._request("GET", url)
+
     async def list(self, resource: Resource, namespace: str | None = None, *, label_selector: str = "",
                    field_selector: str = "", limit: int = 0, continue_: str = "",
                    resource_version: str = "") -> dict[str, Any]:
