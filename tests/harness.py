@@ -2,7 +2,10 @@
 
 `ControlPlane` starts an etcd member (store.etcd_server.EtcdServer), issues a throwaway PKI (a CA, a serving
 certificate, an admin client certificate in `system:masters`, the service-account key pair), and runs
-`mkpy apiserver` as a child process exactly as `mkpy up` does. `client()` returns an httpx client that
+`mkpy apiserver` as a child process exactly as `mkpy up` does. Beside it runs `mkpy kcm` with the controllers
+every namespace relies on (`NAMESPACE_CONTROLLERS`: the default ServiceAccount, `kube-root-ca.crt`, quota
+usage, namespace deletion), as `system:kube-controller-manager`; tests of other controllers run those
+in-process (tests/kcm/running.py). `controllers=""` leaves the controller manager out. `client()` returns an httpx client that
 authenticates with the admin certificate; `kubeconfig` is a file for kubectl and the Python client.
 """
 
@@ -24,16 +27,20 @@ from minikube_py.auth import pki
 from minikube_py.store.etcd_server import EtcdCluster, EtcdServer, free_port
 
 READY_TIMEOUT = 30.0
+NAMESPACE_CONTROLLERS = "serviceaccount,root-ca-cert-publisher,resourcequota,namespace"
 SERVICE_ACCOUNT_ISSUER = "https://kubernetes.default.svc.cluster.local"
 
 
 class ControlPlane:
-    def __init__(self, *, extra_args: tuple[str, ...] = (), etcd: EtcdServer | EtcdCluster | None = None) -> None:
+    def __init__(self, *, extra_args: tuple[str, ...] = (), etcd: EtcdServer | EtcdCluster | None = None,
+                 controllers: str = NAMESPACE_CONTROLLERS) -> None:
         self.workdir = Path(tempfile.mkdtemp(prefix="mkpy-cp-"))
         self.etcd = etcd or EtcdServer(workdir=self.workdir / "etcd")
         self.port = free_port()
         self.extra_args = extra_args
         self.process: subprocess.Popen[bytes] | None = None
+        self.controllers = controllers
+        self.kcm: ChildProcess | None = None
         pki_dir = self.workdir / "pki"
         ca = pki.ensure_ca(pki_dir)
         ips, dns = pki.apiserver_sans("127.0.0.1", "10.96.0.0/12")
@@ -74,7 +81,15 @@ class ControlPlane:
         if isinstance(self.etcd, EtcdCluster) or not self.etcd.running:
             self.etcd.start()
         self.start_apiserver()
+        if self.controllers:
+            self.start_kcm()
         return self
+
+    def start_kcm(self) -> None:
+        kubeconfig = self.component_kubeconfig("controller-manager", user="system:kube-controller-manager")
+        self.kcm = ChildProcess([sys.executable, "-m", "minikube_py.cli.main", "kcm", f"--kubeconfig={kubeconfig}",
+                                 f"--controllers={self.controllers}", f"--root-ca-file={self.ca_file}",
+                                 "--leader-elect=false", "--secure-port=0"], self.workdir / "kcm.log")
 
     def start_apiserver(self) -> None:
         with open(self.log_file, "ab") as log:
@@ -106,6 +121,8 @@ class ControlPlane:
                 self.process.wait()
 
     def stop(self) -> None:
+        if self.kcm is not None:
+            self.kcm.stop()
         self.stop_apiserver()
         self.etcd.stop()
 

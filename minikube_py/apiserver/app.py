@@ -36,7 +36,7 @@ from ..auth.pki import first_service_ip
 from ..store.compactor import Compactor
 from ..store.etcd import EtcdStorage
 from ..store.interface import Storage
-from . import authnreviews, controllers, discovery, rbac, responses
+from . import authnreviews, discovery, rbac, responses
 from .admitter import Admitter, CachedClusterState
 from .authorization import build_authorizer
 from .background import BackgroundTask
@@ -121,13 +121,11 @@ class APIServer:
         address = self.options.advertise_address or self.options.bind_address
         await bootstrap(self.stores, str(first_service_ip(self.options.service_cluster_ip_range)), address,
                         self.options.secure_port)
-        stand_ins = controllers.ControllerStandIns(self)  # KCM's controllers until issue 7
         self.rbac = await rbac.install(self)
         self.compactor = Compactor(self.storage, interval=self.options.etcd_compaction_interval)
         self.compactor.start()
         self.custom_resources = CustomResourceController(self)
         self.background = [
-            BackgroundTask("controller stand-ins", stand_ins.sync_and_wait).start(),
             BackgroundTask("clusterrole aggregation", self.rbac.follow_cluster_roles, retry_after=1).start(),
             BackgroundTask("custom resources", self.custom_resources.follow).start(),
         ]

@@ -1,5 +1,4 @@
-"""The apiserver's long-running loops (CRD serving, ClusterRole aggregation, the controller-manager
-stand-ins), started and stopped one way.
+"""The apiserver's long-running loops (CRD serving, ClusterRole aggregation), started and stopped one way.
 
 A `BackgroundTask` runs one coroutine function over and over for the life of the server: when it returns it
 is run again; when it raises, the error is logged and it is run again after `retry_after` seconds, so one

@@ -21,7 +21,7 @@ from ..admission.interface import CREATE, DELETE, UPDATE
 from ..api import errors, fieldvalidation
 from ..api.kinds import Registry, Resource
 from ..auth.authn import UserInfo
-from . import negotiation, patch, responses
+from . import eviction, negotiation, patch, responses
 from .admitter import Admitter, RequestAdmission
 from .cacher import Cacher
 from .consistency import ConsistentReads
@@ -176,6 +176,8 @@ class ResourceHandler:
             return await handler(request, info)
         if info.subresource == "binding" or res.plural == "bindings":
             return await self._bind(request, info)
+        if info.subresource == "eviction":
+            return await eviction.handle(self, request, info)
         if info.name or (res.namespaced and not info.namespace):
             raise errors.method_not_allowed("create")
         tracker = tracker_for(store, query_of(request), _user_agent(request), "CreateOptions")

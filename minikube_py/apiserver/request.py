@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qsl
 
+NAMESPACE_SUBRESOURCES = ("status", "finalize")
+
 _METHOD_VERBS = {"POST": "create", "PUT": "update", "PATCH": "patch"}
 
 
@@ -51,11 +53,9 @@ def parse_resource_path(method: str, path: str, watch_param: str | None) -> Requ
     if not rest:
         return None
     namespace = ""
-    if rest[0] == "namespaces" and len(rest) >= 3:
+    if rest[0] == "namespaces" and len(rest) >= 3 and not (len(rest) == 3 and rest[2] in NAMESPACE_SUBRESOURCES):
         namespace, rest = rest[1], rest[2:]
-    elif rest[0] == "namespaces" and len(rest) == 2:
-        # /api/v1/namespaces/{name}: the namespace itself
-        rest = ["namespaces", rest[1]]
+    # otherwise /api/v1/namespaces/{name}[/status|/finalize]: the namespace itself, or its subresource
     resource = rest[0]
     name = rest[1] if len(rest) > 1 else ""
     subresource = rest[2] if len(rest) > 2 else ""

@@ -157,9 +157,17 @@ def _scheduler_argv(cluster: Cluster) -> list[str]:
 
 
 def _kcm_argv(cluster: Cluster) -> list[str]:
+    from minikube_py.cli import nodes  # nodes.py builds on this module
+
+    ca_file, _ = cluster.cert_files("ca")
+    node_set = nodes.load(cluster)
+    # node IPAM hands a /24 of the cluster's pod range to a Node registered without one (mkpy's kubelets
+    # register with the one `mkpy up` planned for them; the allocator marks those used)
+    ipam = ["--allocate-node-cidrs=true", f"--cluster-cidr={node_set.cluster_cidr}",
+            "--node-cidr-mask-size=24"] if node_set is not None else []
     return [sys.executable, "-m", "minikube_py.cli.main", "kcm",
-            f"--kubeconfig={cluster.component_kubeconfig('controller-manager')}",
-            f"--bind-address={HOST}", f"--secure-port={cluster.ports.kcm}", "--leader-elect=true"]
+            f"--kubeconfig={cluster.component_kubeconfig('controller-manager')}", f"--root-ca-file={ca_file}",
+            *ipam, f"--bind-address={HOST}", f"--secure-port={cluster.ports.kcm}", "--leader-elect=true"]
 
 
 @functools.lru_cache(maxsize=1)

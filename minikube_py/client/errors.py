@@ -11,6 +11,9 @@ Usage rules:
 * `Expired` is a kind of `Gone`: a reflector relists on either, so `except Gone:` covers both.
 * The exception's `str()` is the Status message, which is what kubectl prints after "Error from server".
 * `new_not_found` builds the error a lister raises for a missing cached object, shaped like the server's.
+* `is_namespace_terminating(error)`: a create refused because its namespace is being deleted (the
+  `NamespaceTerminating` cause, as client-go's `HasStatusCause`); controllers drop such a write instead of
+  retrying it or reporting it as a failure.
 """
 
 from __future__ import annotations
@@ -168,6 +171,17 @@ def new_not_found(group_resource: str, name: str) -> NotFound:
     plural, _, group = group_resource.partition(".")
     details = {"name": name, "kind": plural, **({"group": group} if group else {})}
     return NotFound(_status(404, "NotFound", f'{group_resource} "{name}" not found', details))
+
+
+def is_namespace_terminating(error: Exception) -> bool:
+    """Whether `error` refused a write into a namespace that is being deleted: by its `NamespaceTerminating`
+    cause, or, for a Status without causes, by the Forbidden message that names it."""
+    if not isinstance(error, APIStatusError):
+        return False
+    causes = error.details.get("causes") or []
+    if any(cause.get("reason") == "NamespaceTerminating" for cause in causes):
+        return True
+    return isinstance(error, Forbidden) and "being terminated" in error.message
 
 
 def _status(code: int, reason: str, message: str, details: dict[str, Any]) -> dict[str, Any]:

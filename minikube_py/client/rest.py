@@ -152,6 +152,15 @@ class RESTClient:
         body = {"kind": "DeleteOptions", "apiVersion": "v1", **options} if options else None
         return await self._request("DELETE", path(resource, _namespace(resource, namespace), name), body=body)
 
+    async def delete_collection(self, resource: Resource, namespace: str | None = None, *,
+                                label_selector: str = "", propagation_policy: str | None = None) -> dict[str, Any]:
+        """DELETE every object of `resource` (in `namespace`) matching `label_selector`; returns the List of
+        what was deleted or marked for deletion."""
+        body = {"kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": propagation_policy} \
+            if propagation_policy else None
+        return await self._request("DELETE", path(resource, namespace or None),
+                                   params={"labelSelector": label_selector}, body=body)
+
     async def watch(self, resource: Resource, namespace: str | None = None, *, resource_version: str = "",
                     allow_bookmarks: bool = True, label_selector: str = "", field_selector: str = "",
                     timeout_seconds: int | None = None) -> AsyncGenerator[WatchEvent, None]:

@@ -27,8 +27,8 @@ from dataclasses import dataclass, field
 from minikube_py.client.events import EventBroadcaster
 from minikube_py.client.healthz import HealthServer, HealthServerError
 from minikube_py.client.informer import SharedInformerFactory
+from minikube_py.client.kubeconfig import ClientConfig, load_kubeconfig, user_agent
 from minikube_py.client.kubeconfig import ConfigError as KubeconfigError
-from minikube_py.client.kubeconfig import load_kubeconfig, user_agent
 from minikube_py.client.leaderelection import LeaderElectionConfig, run_as_leader
 from minikube_py.client.rest import RESTClient
 from minikube_py.kcm.clientbuilder import ServiceAccountClientBuilder
@@ -94,6 +94,9 @@ async def run(options: Options) -> None:
     except KubeconfigError as error:
         raise ControllerManagerSetupError(str(error)) from None
     client_config = dataclasses.replace(client_config, user_agent=user_agent("kube-controller-manager"))
+    if not options.settings.root_ca:
+        options = dataclasses.replace(options, settings=dataclasses.replace(
+            options.settings, root_ca=_kubeconfig_ca(client_config)))
     health = HealthServer(options.bind_address, options.secure_port, cert_file=options.tls_cert_file,
                           key_file=options.tls_private_key_file)
     async with RESTClient(client_config) as root:
@@ -135,3 +138,13 @@ async def run_controllers(root: RESTClient, enabled: list[ControllerDescriptor],
             with contextlib.suppress(Exception):
                 await broadcaster.shutdown()
         await builder.close()
+
+
+def _kubeconfig_ca(config: ClientConfig) -> str:
+    """The CA the controller manager trusts for the apiserver: what pods should trust too."""
+    if config.ca_data:
+        return config.ca_data.decode()
+    if config.ca_file:
+        with open(config.ca_file, encoding="utf-8") as f:
+            return f.read()
+    return ""

@@ -1,6 +1,7 @@
 """The built-in admission plugins against a real control plane: NamespaceLifecycle, LimitRanger,
-ServiceAccount, DefaultTolerationSeconds, Priority and ResourceQuota (all on by default), and the stand-in
-controllers that give every namespace its `default` ServiceAccount and `kube-root-ca.crt` ConfigMap."""
+ServiceAccount, DefaultTolerationSeconds, Priority and ResourceQuota (all on by default), and the controller
+manager's controllers that give every namespace its `default` ServiceAccount and `kube-root-ca.crt` ConfigMap
+and keep quota usage right (run by the test control plane, tests/harness.py)."""
 
 from __future__ import annotations
 
@@ -74,7 +75,7 @@ def test_a_create_in_a_terminating_namespace_names_the_object(api: httpx.Client)
     assert body["details"]["causes"][0]["reason"] == "NamespaceTerminating"
 
 
-# ServiceAccount and its stand-in controllers ------------------------------------------------------
+# ServiceAccount and its controllers -------------------------------------------------------------
 
 def test_a_new_namespace_gets_the_default_account_and_the_root_ca(api: httpx.Client, namespace: str,
                                                                    control_plane: ControlPlane) -> None:

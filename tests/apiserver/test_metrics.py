@@ -377,7 +377,7 @@ def test_discovery_lists_the_subresources_kubelets_serve(world: World) -> None:
     assert {name: aggregated[name] for name in STREAMS} == STREAMS
     pods = next(r for r in core if r["resource"] == "pods")
     assert [s["subresource"] for s in pods["subresources"]] == [
-        "attach", "binding", "exec", "log", "portforward", "status"]
+        "attach", "binding", "eviction", "exec", "log", "portforward", "status"]
 
 
 @pytest.mark.parametrize("method, path", [

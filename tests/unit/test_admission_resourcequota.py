@@ -8,8 +8,9 @@ from typing import Any
 import pytest
 
 from minikube_py.admission.interface import CREATE
-from minikube_py.admission.plugins.resourcequota import ResourceQuota, quota_status, usage
+from minikube_py.admission.plugins.resourcequota import ResourceQuota
 from minikube_py.api.errors import APIError
+from minikube_py.api.quota import quota_status, usage
 from tests.unit.test_admission_namespacelifecycle import FakeState, attributes
 
 

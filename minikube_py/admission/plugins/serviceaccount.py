@@ -4,9 +4,9 @@ On a pod create (mutating phase), as kube's plugin does:
 
 1. a pod without `serviceAccountName` gets `default`;
 2. the service account must exist: else 403 `error looking up service account ns/sa: serviceaccount "sa"
-   not found`. The `default` account is created by a controller right after its namespace
-   (`apiserver/controllers.py` until mkpy has a controller manager), so a missing one is waited for
-   briefly, as kube retries its lookup;
+   not found`. The `default` account is created by the controller manager right after its namespace
+   (kcm/controllers/serviceaccount.py), so a missing one is waited for a few seconds, as kube retries its
+   lookup;
 3. unless the pod (first) or the account says `automountServiceAccountToken: false`, a projected volume
    `kube-api-access-<5 chars>` (a bound token the kubelet refreshes, the cluster CA from the
    `kube-root-ca.crt` ConfigMap, and the namespace) is added and mounted read-only at
@@ -34,7 +34,7 @@ VOLUME_PREFIX = "kube-api-access-"
 MIRROR_POD_ANNOTATION = "kubernetes.io/config.mirror"
 ENFORCE_MOUNTABLE_SECRETS = "kubernetes.io/enforce-mountable-secrets"
 TOKEN_EXPIRATION_SECONDS = 3607  # kube's "warn-only" bound token lifetime: 1h plus a few seconds
-DEFAULT_ACCOUNT_WAIT = 2.0  # seconds the `default` account is waited for before the pod is refused
+DEFAULT_ACCOUNT_WAIT = 5.0  # seconds the `default` account is waited for before the pod is refused
 _NAME_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"  # kube's name generator's letters
 
 

@@ -22,6 +22,7 @@ from ...api.kinds import Resource
 FOREGROUND = "foregroundDeletion"
 ORPHAN = "orphan"
 _POLICIES = ("Foreground", "Background", "Orphan")
+ORPHAN_BY_DEFAULT = {("", "replicationcontrollers"), ("batch", "jobs")}
 
 
 @dataclass(frozen=True)
@@ -100,9 +101,16 @@ def check_preconditions(resource: Resource, obj: dict[str, Any], options: Delete
                               f"ResourceVersion in object meta: {meta.get('resourceVersion')}")
 
 
-def propagation_finalizers(options: DeleteOptions, existing: list[str]) -> list[str]:
-    """The finalizers a delete must add for its propagation policy (none for Background)."""
-    wanted = {"Foreground": FOREGROUND, "Orphan": ORPHAN}.get(options.propagation_policy or "")
-    if wanted is None or wanted in existing:
-        return []
-    return [wanted]
+def propagation_finalizers(options: DeleteOptions, existing: list[str], resource: Resource) -> list[str]:
+    """The object's finalizers after a delete with `options`: at most one of `orphan` / `foregroundDeletion`,
+    as the propagation policy asks (a later delete may change its mind); without a policy, the one the object
+    already has, else the resource's default (Orphan for v1 ReplicationControllers and batch/v1 Jobs, kept
+    for old clients as in kube; Background for everything else)."""
+    policy = options.propagation_policy
+    if policy is None:
+        if FOREGROUND in existing or ORPHAN in existing:
+            return existing
+        policy = "Orphan" if (resource.group, resource.plural) in ORPHAN_BY_DEFAULT else "Background"
+    kept = [f for f in existing if f not in (FOREGROUND, ORPHAN)]
+    wanted = {"Foreground": FOREGROUND, "Orphan": ORPHAN}.get(policy)
+    return [*kept, wanted] if wanted else kept

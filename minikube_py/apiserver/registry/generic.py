@@ -316,9 +316,7 @@ class ResourceStore:
                            options: DeleteOptions) -> tuple[dict[str, Any], bool]:
         meta = obj["metadata"]
         grace = self.strategy.graceful_delete_seconds(obj, options.grace_period_seconds)
-        finalizers = list(meta.get("finalizers") or [])
-        for f in propagation_finalizers(options, finalizers):
-            finalizers.append(f)
+        finalizers = propagation_finalizers(options, list(meta.get("finalizers") or []), self.resource)
         keeps = self.strategy.delete_keeps_object(obj)
         if not finalizers and grace == 0 and not keeps:
             if options.dry_run:

@@ -109,6 +109,12 @@ class NamespaceStrategy(Strategy):
         obj.setdefault("status", {})["phase"] = "Terminating"
 
 
+class DeploymentStrategy(Strategy):
+    # kube's deployments/status keeps annotation changes: the deployment controller records the
+    # `deployment.kubernetes.io/revision` annotation with its status
+    status_writable_metadata = ("annotations",)
+
+
 class NodeStrategy(Strategy):
     def prepare_for_create(self, obj: dict[str, Any]) -> None:
         # kubelets register nodes with their capacity and addresses already in status
@@ -164,6 +170,7 @@ STRATEGIES: dict[str, type[Strategy]] = {
     "pods": PodStrategy,
     "namespaces": NamespaceStrategy,
     "nodes": NodeStrategy,
+    "deployments.apps": DeploymentStrategy,
     "persistentvolumeclaims": ClaimStrategy,
     "persistentvolumes": ClaimStrategy,
 }

@@ -3,7 +3,8 @@
 A ReplicaSet controller that just created 3 pods must not count pods again before its informer has
 delivered those 3: the cache lags the apiserver, and counting too early would create 3 more. So before
 creating (or deleting) N pods it records "expect N adds" (or deletes) for the owner's key; the pod
-informer's handlers lower the count as the pods arrive, and `sync` only manages replicas once
+informer's handlers lower the count as the pods arrive (`expect` awaits both at once, for a controller that
+creates and deletes in one sync), and `sync` only manages replicas once
 `satisfied(key)`. A write that failed is given back with `creation_observed` / `deletion_observed` at once,
 since its event will never come.
 
@@ -43,11 +44,15 @@ class ControllerExpectations:
             return True
         return self.clock.now() - expected.since > self.ttl
 
+    def expect(self, key: str, adds: int, pod_keys: list[str]) -> None:
+        """Await `adds` creations and the deletion of the pods `pod_keys` at once (kube's SetExpectations)."""
+        self._expected[key] = _Expected(adds=adds, deletes=set(pod_keys), since=self.clock.now())
+
     def expect_creations(self, key: str, count: int) -> None:
-        self._expected[key] = _Expected(adds=count, since=self.clock.now())
+        self.expect(key, count, [])
 
     def expect_deletions(self, key: str, pod_keys: list[str]) -> None:
-        self._expected[key] = _Expected(adds=0, deletes=set(pod_keys), since=self.clock.now())
+        self.expect(key, 0, pod_keys)
 
     def creation_observed(self, key: str) -> None:
         expected = self._expected.get(key)

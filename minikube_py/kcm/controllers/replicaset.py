@@ -45,7 +45,6 @@ from minikube_py.kcm.controllers import podcontrol
 from minikube_py.kcm.controllers.expectations import ControllerExpectations
 
 BURST_REPLICAS = 500  # most pods created or deleted in one sync
-SLOW_START_INITIAL_BATCH = 1
 DELETION_COST = "controller.kubernetes.io/pod-deletion-cost"
 PHASE_RANK = {"Pending": 0, "Unknown": 1, "Running": 2}
 
@@ -81,6 +80,7 @@ class ReplicaSetController:
         self.pods = ctx.informers.informer_for(resources.PODS)
         self.queue = RateLimitingQueue(name=kind.resource.plural, clock=ctx.clock)
         self.expectations = ControllerExpectations(ctx.clock)
+        self.pod_control = podcontrol.PodControl(ctx.client, ctx.recorder, self.expectations)
         self.owners.add_event_handler(FuncHandler(on_add=self._enqueue, on_update=lambda old, new: self._enqueue(new),
                                                   on_delete=self._owner_deleted))
         self.pods.add_event_handler(FuncHandler(on_add=self._pod_added, on_update=self._pod_updated,
@@ -165,7 +165,7 @@ class ReplicaSetController:
         satisfied = self.expectations.satisfied(key)
         candidates = [pod for pod in self.pods.lister().list(namespace) if podcontrol.is_active(pod)]
         pods = await podcontrol.claim_pods(self.client, owner, selector, candidates,
-                                           lambda: self._can_adopt(owner))
+                                           lambda: podcontrol.owner_is_current(self.client, self.kind.resource, owner))
         failure = None
         if satisfied and not owner["metadata"].get("deletionTimestamp"):
             failure = await self.manage_replicas(pods, owner, key)
@@ -173,72 +173,22 @@ class ReplicaSetController:
         if failure is not None:
             raise failure
 
-    async def _can_adopt(self, owner: dict[str, Any]) -> bool:
-        """Whether `owner` is still the live object of that name, and not being deleted."""
-        meta = owner["metadata"]
-        try:
-            fresh = await self.client.get(self.kind.resource, meta["name"], meta["namespace"])
-        except errors.NotFound:
-            return False
-        return fresh["metadata"]["uid"] == meta["uid"] and not fresh["metadata"].get("deletionTimestamp")
-
     async def manage_replicas(self, pods: list[dict[str, Any]], owner: dict[str, Any],
                               key: str) -> errors.APIStatusError | None:
         """Create or delete pods to reach spec.replicas; the first write error, if any."""
         diff = len(pods) - int((owner.get("spec") or {}).get("replicas", 1))
+        failures: list[errors.APIStatusError] = []
         if diff < 0:
             count = min(-diff, BURST_REPLICAS)
             self.expectations.expect_creations(key, count)
-            return await self._create_pods(owner, key, count)
-        if diff > 0:
+            template = (owner.get("spec") or {}).get("template") or {}
+            failures = await self.pod_control.create_pods(
+                owner, key, [podcontrol.pod_from_template(template, owner) for _ in range(count)])
+        elif diff > 0:
             doomed = sorted(pods, key=deletion_rank(pods, self.clock.wall().timestamp()))[:min(diff, BURST_REPLICAS)]
             self.expectations.expect_deletions(key, [meta_namespace_key(pod) for pod in doomed])
-            results = await asyncio.gather(*(self._delete_pod(owner, key, pod) for pod in doomed))
-            return next((error for error in results if error is not None), None)
-        return None
-
-    async def _create_pods(self, owner: dict[str, Any], key: str, count: int) -> errors.APIStatusError | None:
-        """Create `count` pods in batches of 1, 2, 4, …; stop at the first batch with a failure."""
-        template = (owner.get("spec") or {}).get("template") or {}
-        batch, created = SLOW_START_INITIAL_BATCH, 0
-        while created < count:
-            size = min(batch, count - created)
-            results = await asyncio.gather(*(self._create_pod(owner, key, template) for _ in range(size)))
-            created += size
-            error = next((result for result in results if result is not None), None)
-            if error is not None:
-                for _ in range(count - created):  # never attempted: their adds will not come
-                    self.expectations.creation_observed(key)
-                return error
-            batch *= 2
-        return None
-
-    async def _create_pod(self, owner: dict[str, Any], key: str, template: dict[str, Any]) -> errors.APIStatusError | None:
-        body = podcontrol.pod_from_template(template, owner)
-        try:
-            pod = await self.client.create(resources.PODS, body, owner["metadata"]["namespace"])
-        except errors.APIStatusError as error:
-            self.expectations.creation_observed(key)
-            if _namespace_terminating(error):
-                return None  # the namespace is going away: nothing to retry
-            self.recorder.event(owner, "Warning", "FailedCreate", f"Error creating: {error}")
-            return error
-        self.recorder.event(owner, "Normal", "SuccessfulCreate", f"Created pod: {pod['metadata']['name']}")
-        return None
-
-    async def _delete_pod(self, owner: dict[str, Any], key: str, pod: dict[str, Any]) -> errors.APIStatusError | None:
-        meta = pod["metadata"]
-        try:
-            await self.client.delete(resources.PODS, meta["name"], meta["namespace"])
-        except errors.NotFound:
-            self.expectations.deletion_observed(key, meta_namespace_key(pod))
-            return None
-        except errors.APIStatusError as error:
-            self.expectations.deletion_observed(key, meta_namespace_key(pod))
-            self.recorder.event(owner, "Warning", "FailedDelete", f"Error deleting: {error}")
-            return error
-        self.recorder.event(owner, "Normal", "SuccessfulDelete", f"Deleted pod: {meta['name']}")
-        return None
+            failures = await self.pod_control.delete_pods(owner, key, doomed)
+        return failures[0] if failures else None
 
     async def update_status(self, owner: dict[str, Any], pods: list[dict[str, Any]],
                             failure: errors.APIStatusError | None) -> None:
@@ -261,7 +211,7 @@ def calculate_status(owner: dict[str, Any], pods: list[dict[str, Any]], failure:
     spec = owner.get("spec") or {}
     template_labels = LabelSelector.from_set(((spec.get("template") or {}).get("metadata") or {}).get("labels") or {})
     min_ready = int(spec.get("minReadySeconds", 0))
-    ready_since = [since for since in map(_ready_since, pods) if since is not None]
+    ready_since = [since for since in map(podcontrol.ready_since, pods) if since is not None]
     status: dict[str, Any] = {
         "replicas": len(pods),
         "fullyLabeledReplicas": sum(1 for pod in pods if template_labels.matches(pod["metadata"].get("labels"))),
@@ -288,7 +238,7 @@ def deletion_rank(pods: list[dict[str, Any]], now: float) -> Callable[[dict[str,
 
     def rank(pod: dict[str, Any]) -> tuple[Any, ...]:
         node = (pod.get("spec") or {}).get("nodeName", "")
-        ready_since = _ready_since(pod)
+        ready_since = podcontrol.ready_since(pod)
         restarts = sum(int(s.get("restartCount", 0)) for s in (pod.get("status") or {}).get("containerStatuses") or [])
         created = pod["metadata"].get("creationTimestamp", "")
         return (bool(node), PHASE_RANK.get((pod.get("status") or {}).get("phase", ""), 0), ready_since is not None,
@@ -297,21 +247,8 @@ def deletion_rank(pods: list[dict[str, Any]], now: float) -> Callable[[dict[str,
     return rank
 
 
-def _ready_since(pod: dict[str, Any]) -> float | None:
-    """When the pod became Ready (epoch seconds), or None if it is not ready."""
-    for condition in (pod.get("status") or {}).get("conditions") or []:
-        if condition.get("type") == "Ready" and condition.get("status") == "True":
-            stamp = condition.get("lastTransitionTime")
-            return parse_time(stamp).timestamp() if stamp else 0.0
-    return None
-
-
 def _deletion_cost(pod: dict[str, Any]) -> int:
     try:
         return int((pod["metadata"].get("annotations") or {}).get(DELETION_COST, 0))
     except ValueError:
         return 0
-
-
-def _namespace_terminating(error: errors.APIStatusError) -> bool:
-    return isinstance(error, errors.Forbidden) and "because it is being terminated" in str(error)
