@@ -269,9 +269,7 @@ class EventBroadcaster:
 
 
 def _log_refusal(err: errors.APIStatusError) -> None:
-    causes = (err.details.get("causes") or []) if isinstance(err.details, dict) else []
-    terminating = any(cause.get("reason") == "NamespaceTerminating" for cause in causes)
-    if isinstance(err, errors.AlreadyExists) or terminating:
+    if isinstance(err, errors.AlreadyExists) or errors.is_namespace_terminating(err):
         log.info("server rejected event (will not retry!): %s", err)
     else:
         log.error("server rejected event (will not retry!): %s", err)

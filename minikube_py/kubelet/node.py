@@ -6,7 +6,14 @@ Two heartbeats, as in kube since 1.17:
 * the **Lease** `kube-node-lease/<node>` is renewed every `lease duration / 4` (10 s): a cheap write the node
   lifecycle controller watches to tell a live node from a dead one;
 * the **Node status** is computed every `--node-status-update-frequency` (10 s) and patched only when it
-  changed, or when `--node-status-report-frequency` (1 min) has passed since the last report.
+  differs from the Node the apiserver holds, or when `--node-status-report-frequency` (1 min) has passed since
+  the last report.
+
+"The Node the apiserver holds" comes from a watch on this one Node (an informer with the field selector
+`metadata.name=<node>`, as kube's kubelet has), not from the kubelet's memory of its last report: when the node
+lifecycle controller marked the conditions Unknown while the kubelet was stopped or slow, the next tick sees the
+difference and reports Ready again, instead of waiting for the periodic report. Watching costs nothing while
+the Node does not change, where reading it every tick would cost a request per node every 10 s.
 
 Usage rules: `register()` returns once the Node exists (created by this kubelet or adopted from an earlier run of
 it; labels the kubelet owns are reconciled then); `run()` keeps both heartbeats going until cancelled. API errors
@@ -24,6 +31,7 @@ from typing import Any
 from minikube_py.api.timestamps import micro_time_string, time_string
 from minikube_py.client import errors as api_errors
 from minikube_py.client import resources
+from minikube_py.client.informer import SharedIndexInformer
 from minikube_py.client.rest import RESTClient
 from minikube_py.kubelet import nodestatus
 from minikube_py.kubelet.config import KubeletConfig
@@ -45,9 +53,11 @@ class NodeAgent:
         self._observe = observe
         self._event = event  # (type, reason, message) about the Node: NodeReady / NodeNotReady
         self.machine = nodestatus.machine_info(config)
-        self._reported: dict[str, Any] | None = None
+        self._reported: dict[str, Any] | None = None  # the Node's status as our last write returned it
         self._reported_at = 0.0
         self.node_uid = ""
+        # this Node as the apiserver holds it; started by run(), filled by the tests of update_status
+        self.informer = SharedIndexInformer(client, resources.NODES, field_selector=f"metadata.name={self.name}")
 
     @property
     def name(self) -> str:
@@ -73,17 +83,20 @@ class NodeAgent:
 
     async def run(self) -> None:
         async with asyncio.TaskGroup() as group:
+            group.create_task(self.informer.run())
             group.create_task(self._status_loop())
             group.create_task(self._lease_loop())
 
     async def update_status(self, force: bool = False) -> bool:
-        """Compute the status and patch it if it changed (or `force`, or a report is due); whether it patched."""
+        """Compute the status and patch it if the apiserver's copy differs (or `force`, or a report is due);
+        whether it patched."""
         observed = await self._observe()
-        status = nodestatus.node_status(self._config, self.machine, observed, self._reported, time_string())
+        current = self._current_status()
+        status = nodestatus.node_status(self._config, self.machine, observed, current, time_string())
         due = time.monotonic() - self._reported_at >= self._config.node_status_report_frequency
-        if not (force or due or nodestatus.status_changed(self._reported, status)):
+        if not (force or due or nodestatus.status_changed(current, status)):
             return False
-        was_ready = self._reported is not None and nodestatus.ready(self._reported)
+        was_ready = current is not None and nodestatus.ready(current)
         # A merge patch replaces lists whole: conditions, addresses and images are always sent complete.
         node = await self._client.patch(resources.NODES, self.name, {"status": status}, subresource="status")
         self._remember(node)
@@ -108,6 +121,12 @@ class NodeAgent:
             existing = await self._client.patch(resources.NODES, self.name, patch)
         log.info("node %s was already registered; adopted it", self.name)
         return existing
+
+    def _current_status(self) -> dict[str, Any] | None:
+        """The Node's status as the watch last saw it (others write it too: the node lifecycle controller sets
+        Unknown); before the watch has it, what our last write returned."""
+        node = self.informer.indexer.get_by_key(self.name)
+        return (node.get("status") or {}) if node is not None else self._reported
 
     def _remember(self, node: dict[str, Any]) -> dict[str, Any]:
         self.node_uid = (node.get("metadata") or {}).get("uid", "")

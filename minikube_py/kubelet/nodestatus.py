@@ -6,9 +6,9 @@
     node_status(observed, previous)       capacity, allocatable, conditions, addresses, nodeInfo, images
 
 Usage rules: conditions keep their `lastTransitionTime` while their status stays the same and get a new
-`lastHeartbeatTime` on every report, as kube does; `status_changed` says whether a status differs from the last
-one reported in anything but heartbeat times, which is what decides between patching now and waiting for the
-next periodic report.
+`lastHeartbeatTime` on every report, as kube does; `status_changed` says whether a status differs from the
+Node's current one (as the apiserver holds it) in anything but heartbeat times, which is what decides between
+patching now and waiting for the next periodic report.
 """
 
 from __future__ import annotations
@@ -120,7 +120,7 @@ def initial_node(config: KubeletConfig, machine: MachineInfo, observed: Observed
 
 def node_status(config: KubeletConfig, machine: MachineInfo, observed: Observed,
                 previous: dict[str, Any] | None, now: str) -> dict[str, Any]:
-    """The Node's status now; `previous` is the last status reported (conditions keep their transitions)."""
+    """The Node's status now; `previous` is its current status (conditions keep their transitions)."""
     previous_conditions = {c.get("type"): c for c in (previous or {}).get("conditions") or []}
     status: dict[str, Any] = {
         "capacity": capacity(config, machine),

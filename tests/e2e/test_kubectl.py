@@ -87,20 +87,16 @@ def row_of(event: str, name: str) -> Callable[[list[str]], str | None]:
 # a namespace full of things to look at ----------------------------------------------------------------
 
 
-BARE = "--selector=!pod-template-hash"  # the shop's own pods, not the ones its deployment made
-
-
 @pytest.fixture(scope="module")
 def shop(cluster: KubeCluster) -> Iterator[str]:
-    """A namespace with three pods, a deployment (whose controller adds two pods of its own: `BARE` leaves
-    them out), a service and a configmap; tests here only read it."""
+    """A namespace with three pods, a deployment, a service and a configmap; tests here only read it."""
     ns = unique("shop")
     cluster.apply_manifest(namespace_manifest(ns))
     cluster.apply_manifest(documents(
         pod_manifest("web-1", {"app": "web", "tier": "front"}),
         pod_manifest("web-2", {"app": "web", "tier": "back"}),
         pod_manifest("db-1", {"app": "db"}, image="postgres:16"),
-        deployment_manifest("web", replicas=2),
+        deployment_manifest("web", replicas=0),  # no pods of its own: the pod listings see only the three
         service_manifest("web", {"app": "web"}),
         configmap_manifest("settings", {"color": "blue", "size": "L"}),
     ), ns)
@@ -174,7 +170,7 @@ def test_get_prints_the_columns_a_real_cluster_prints(cluster: KubeCluster, shop
 
 
 def test_get_pods_shows_ready_status_and_restarts_of_each_pod(cluster: KubeCluster, shop: str) -> None:
-    _, rows = table(cluster.kubectl("get", "pods", "-n", shop, BARE).stdout)
+    _, rows = table(cluster.kubectl("get", "pods", "-n", shop).stdout)
     assert sorted(row[:4] for row in rows) == [
         ["db-1", "0/1", "Pending", "0"], ["web-1", "0/1", "Pending", "0"], ["web-2", "0/1", "Pending", "0"]]
 
@@ -213,25 +209,25 @@ def test_get_yaml_and_json_print_the_whole_object(cluster: KubeCluster, shop: st
 
 
 def test_get_yaml_of_several_objects_is_a_list(cluster: KubeCluster, shop: str) -> None:
-    listed = yaml.safe_load(cluster.kubectl("get", "pods", "-n", shop, BARE, "-o", "yaml").stdout)
+    listed = yaml.safe_load(cluster.kubectl("get", "pods", "-n", shop, "-o", "yaml").stdout)
     assert listed["kind"] == "List"
     assert sorted(item["metadata"]["name"] for item in listed["items"]) == ["db-1", "web-1", "web-2"]
 
 
 def test_get_name_prints_kind_slash_name(cluster: KubeCluster, shop: str) -> None:
-    out = cluster.kubectl("get", "pods,deployments,services", "-n", shop, BARE, "-o", "name").stdout
+    out = cluster.kubectl("get", "pods,deployments,services", "-n", shop, "-o", "name").stdout
     assert names(out) == {"pod/db-1", "pod/web-1", "pod/web-2", "deployment.apps/web", "service/web"}
 
 
 def test_get_jsonpath_extracts_fields(cluster: KubeCluster, shop: str) -> None:
-    out = cluster.kubectl("get", "pods", "-n", shop, BARE, "-o", "jsonpath={.items[*].metadata.name}").stdout
+    out = cluster.kubectl("get", "pods", "-n", shop, "-o", "jsonpath={.items[*].metadata.name}").stdout
     assert sorted(out.split()) == ["db-1", "web-1", "web-2"]
     image = cluster.kubectl("get", "pod", "db-1", "-n", shop, "-o", "jsonpath={.spec.containers[0].image}").stdout
     assert image == "postgres:16"
 
 
 def test_get_custom_columns_prints_the_chosen_fields(cluster: KubeCluster, shop: str) -> None:
-    out = cluster.kubectl("get", "pods", "-n", shop, BARE, "--sort-by=.metadata.name",
+    out = cluster.kubectl("get", "pods", "-n", shop, "--sort-by=.metadata.name",
                           "-o", "custom-columns=POD:.metadata.name,IMAGE:.spec.containers[0].image").stdout
     header, rows = table(out)
     assert header == ["POD", "IMAGE"]
@@ -340,7 +336,7 @@ def test_describe_pod_shows_its_metadata_status_and_containers(cluster: KubeClus
 def test_describe_deployment_shows_replicas_selector_and_strategy(cluster: KubeCluster, shop: str) -> None:
     fields = fields_of(cluster.kubectl("describe", "deployment", "web", "-n", shop).stdout)
     assert fields["Selector"] == "app=web"
-    assert fields["Replicas"].startswith("2 desired")
+    assert fields["Replicas"].startswith("0 desired")
     assert fields["StrategyType"] == "RollingUpdate"
     assert fields["RollingUpdateStrategy"] == "25% max unavailable, 25% max surge"
 

@@ -106,3 +106,17 @@ def cache(ctx: ControllerContext, resource: Resource, *objects: dict[str, Any]) 
     for obj in objects:
         informer.indexer.add(obj)
     informer._mark_synced()  # the test plays the reflector's first list
+
+
+class FakeRecorder:
+    """Keeps `(type, reason, message)` of every event instead of sending it."""
+
+    def __init__(self) -> None:
+        self.events: list[tuple[str, str, str]] = []
+
+    def event(self, obj: Any, type: str, reason: str, message: str) -> None:
+        assert obj.get("kind") and obj.get("apiVersion"), "an event needs the object's kind and apiVersion"
+        self.events.append((type, reason, message))
+
+    def reasons(self) -> list[str]:
+        return [reason for _, reason, _ in self.events]

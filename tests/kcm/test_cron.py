@@ -7,7 +7,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from minikube_py.kcm.controllers import cron
+from minikube_py.api import cron
 
 NEW_YORK = ZoneInfo("America/New_York")
 

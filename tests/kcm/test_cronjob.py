@@ -10,8 +10,7 @@ import pytest
 from minikube_py.client import errors, resources
 from minikube_py.client.clock import FakeClock
 from minikube_py.kcm.controllers.cronjob import SCHEDULED_TIMESTAMP_ANNOTATION, CronJobController
-from tests.kcm.fakes import RecordingClient, cache, context
-from tests.kcm.test_job import FakeRecorder
+from tests.kcm.fakes import FakeRecorder, RecordingClient, cache, context
 
 NS = "default"
 KEY = "default/hello"

@@ -221,16 +221,16 @@ async def test_pod_changes_enqueue_the_services_selecting_the_old_and_the_new_la
     other = {**service(selector={"app": "api"}), "metadata": {**service()["metadata"], "name": "api"}}
     epc, _, _ = controller(service(), endpoints=None)
     epc.services.indexer.add(other)
-    epc._pod_updated(pod("a", rv="1"), pod("a", rv="2", labels={"app": "api"}))
+    epc.pod_handler.on_update(pod("a", rv="1"), pod("a", rv="2", labels={"app": "api"}))
     assert await queued(epc.queue) == ["default/api", "default/web"]
 
 
 def test_a_resync_or_an_irrelevant_pod_change_enqueues_nothing() -> None:
     epc, _, _ = controller(service())
-    epc._pod_updated(pod("a", rv="1"), pod("a", rv="1", ready=False))
+    epc.pod_handler.on_update(pod("a", rv="1"), pod("a", rv="1", ready=False))
     annotated = pod("a", rv="2")
     annotated["metadata"]["annotations"] = {"note": "changed"}
-    epc._pod_updated(pod("a", rv="1"), annotated)
+    epc.pod_handler.on_update(pod("a", rv="1"), annotated)
     assert len(epc.queue) == 0
 
 

@@ -15,25 +15,11 @@ from minikube_py.kcm.controllers.job import JobController
 from minikube_py.kcm.controllers.job.backoff import remaining_time
 from minikube_py.kcm.controllers.job.indexes import COMPLETION_INDEX, Intervals
 from minikube_py.kcm.controllers.job.pods import TRACKING_FINALIZER
-from tests.kcm.fakes import RecordingClient, cache, context
+from tests.kcm.fakes import FakeRecorder, RecordingClient, cache, context
 
 NS = "default"
 NOW = "2024-01-01T00:00:00Z"  # the fake clock's wall time
 KEY = "default/pi"
-
-
-class FakeRecorder:
-    """Keeps `(type, reason, message)` of every event instead of sending it."""
-
-    def __init__(self) -> None:
-        self.events: list[tuple[str, str, str]] = []
-
-    def event(self, obj: Any, type: str, reason: str, message: str) -> None:
-        assert obj.get("kind") and obj.get("apiVersion"), "an event needs the object's kind and apiVersion"
-        self.events.append((type, reason, message))
-
-    def reasons(self) -> list[str]:
-        return [reason for _, reason, _ in self.events]
 
 
 def job(status: dict[str, Any] | None = None, **spec: Any) -> dict[str, Any]:

@@ -40,6 +40,7 @@ import zoneinfo
 from datetime import UTC, datetime, timedelta, tzinfo
 from typing import Any
 
+from minikube_py.api import cron
 from minikube_py.api.timestamps import parse_time, time_string
 from minikube_py.client import errors, resources
 from minikube_py.client.controller import run_workers
@@ -47,9 +48,8 @@ from minikube_py.client.informer import FuncHandler
 from minikube_py.client.store import DeletedFinalStateUnknown, meta_namespace_key, split_meta_namespace_key
 from minikube_py.client.workqueue import RateLimitingQueue
 from minikube_py.kcm.context import ControllerContext
-from minikube_py.kcm.controllers import cron, podcontrol
+from minikube_py.kcm.controllers import podcontrol
 from minikube_py.kcm.controllers.job.conditions import finished_condition_type
-from minikube_py.kcm.controllers.job.manage import namespace_terminating
 
 SCHEDULED_TIMESTAMP_ANNOTATION = "batch.kubernetes.io/cronjob-scheduled-timestamp"
 NEXT_SCHEDULE_DELTA = 0.1  # seconds added to each requeue, so a slightly early wake-up is not wasted
@@ -264,7 +264,7 @@ class CronJobController:
                 return False
             log.info("cronjob %s: job %s already exists", meta_namespace_key(cron_job), job["metadata"]["name"])
         except errors.APIStatusError as error:
-            if not namespace_terminating(error):
+            if not errors.is_namespace_terminating(error):
                 self.recorder.event(cron_job, "Warning", "FailedCreate", f"Error creating job: {error}")
             raise
         else:

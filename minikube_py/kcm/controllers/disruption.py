@@ -49,7 +49,7 @@ from minikube_py.client.store import DeletedFinalStateUnknown, meta_namespace_ke
 from minikube_py.client.workqueue import RateLimitingQueue
 from minikube_py.kcm.context import ControllerContext
 from minikube_py.kcm.controllers import intstr, podcontrol
-from minikube_py.kcm.controllers.podautoscaler.scale import NoKindMatchError, ScaleClient
+from minikube_py.kcm.controllers.scaleclient import NoKindMatchError, ScaleClient
 
 DELETION_TIMEOUT = 120.0  # seconds an approved eviction may take before its pod counts as healthy again
 DISRUPTION_ALLOWED = "DisruptionAllowed"
@@ -213,8 +213,7 @@ class DisruptionController:
         return await self.scale_of(ref, namespace)
 
     def _cached(self, kind: str, ref: dict[str, Any], namespace: str) -> dict[str, Any] | None:
-        obj = self.workloads[kind].indexer.get_by_key(f"{namespace}/{ref.get('name')}")
-        return obj if obj is not None and obj["metadata"].get("uid") == ref.get("uid") else None
+        return podcontrol.resolve_controller_ref(self.workloads[kind].indexer, namespace, ref, kind)
 
     def _cached_scale(self, kind: str, ref: dict[str, Any], namespace: str) -> tuple[str, int] | None:
         obj = self._cached(kind, ref, namespace)

@@ -48,6 +48,7 @@ from minikube_py.client.store import DeletedFinalStateUnknown, meta_namespace_ke
 from minikube_py.client.workqueue import RateLimitingQueue
 from minikube_py.kcm.context import ControllerContext
 from minikube_py.kcm.controllers import endpointutil as util
+from minikube_py.kcm.controllers.podcontrol import is_ready
 
 MAX_CAPACITY = 1000  # addresses kept in one Endpoints object
 OVER_CAPACITY_ANNOTATION = "endpoints.kubernetes.io/over-capacity"
@@ -71,8 +72,8 @@ class EndpointsController:
         self._stale: dict[str, str] = {}  # key -> resourceVersion of the Endpoints our last update replaced
         self.services.add_event_handler(FuncHandler(on_add=self._enqueue, on_update=lambda _, new: self._enqueue(new),
                                                     on_delete=self._enqueue))
-        self.pods.add_event_handler(FuncHandler(on_add=self._pod_added, on_update=self._pod_updated,
-                                                on_delete=self._pod_deleted))
+        self.pod_handler = util.ServicePodHandler(self.services.lister(), self.queue)
+        self.pods.add_event_handler(self.pod_handler)
         self.endpoints.add_event_handler(FuncHandler(on_delete=self._enqueue))
 
     async def run(self, workers: int) -> None:
@@ -94,17 +95,6 @@ class EndpointsController:
 
     def _enqueue(self, obj: dict[str, Any] | DeletedFinalStateUnknown, *_: Any) -> None:
         self.queue.add(meta_namespace_key(obj))
-
-    def _pod_added(self, pod: dict[str, Any], *_: Any) -> None:
-        for key in util.services_for_pod(self.services.lister(), pod):
-            self.queue.add(key)
-
-    def _pod_updated(self, old: dict[str, Any], new: dict[str, Any]) -> None:
-        for key in util.services_to_update(self.services.lister(), old, new):
-            self.queue.add(key)
-
-    def _pod_deleted(self, pod: dict[str, Any] | DeletedFinalStateUnknown) -> None:
-        self._pod_added(pod.obj if isinstance(pod, DeletedFinalStateUnknown) else pod)
 
     # sync ------------------------------------------------------------------------------------------------
 
@@ -196,7 +186,7 @@ def endpoint_entries(service: dict[str, Any], pods: list[dict[str, Any]]) -> lis
         address = _address(service, pod)
         if address is None:
             continue
-        field = "addresses" if publish_all or util.pod_ready(pod) else "notReadyAddresses"
+        field = "addresses" if publish_all or is_ready(pod) else "notReadyAddresses"
         if not spec.get("ports"):
             if util.headless(service):
                 entries.append({field: [address]})

@@ -77,8 +77,8 @@ class EndpointSliceController:
         self.trigger_times = util.TriggerTimeTracker()
         self.services.add_event_handler(FuncHandler(on_add=self._enqueue, on_update=lambda _, new: self._enqueue(new),
                                                     on_delete=self._enqueue))
-        self.pods.add_event_handler(FuncHandler(on_add=self._pod_added, on_update=self._pod_updated,
-                                                on_delete=self._pod_deleted))
+        self.pod_handler = util.ServicePodHandler(self.services.lister(), self.queue)
+        self.pods.add_event_handler(self.pod_handler)
         self.slices.add_event_handler(FuncHandler(on_add=self._slice_added, on_update=self._slice_updated,
                                                   on_delete=self._slice_deleted))
         self.nodes.add_event_handler(FuncHandler(on_update=self._node_updated))
@@ -96,17 +96,6 @@ class EndpointSliceController:
 
     def _enqueue(self, obj: dict[str, Any] | DeletedFinalStateUnknown, *_: Any) -> None:
         self.queue.add(meta_namespace_key(obj))
-
-    def _pod_added(self, pod: dict[str, Any], *_: Any) -> None:
-        for key in util.services_for_pod(self.services.lister(), pod):
-            self.queue.add(key)
-
-    def _pod_updated(self, old: dict[str, Any], new: dict[str, Any]) -> None:
-        for key in util.services_to_update(self.services.lister(), old, new):
-            self.queue.add(key)
-
-    def _pod_deleted(self, pod: dict[str, Any] | DeletedFinalStateUnknown) -> None:
-        self._pod_added(pod.obj if isinstance(pod, DeletedFinalStateUnknown) else pod)
 
     def _slice_added(self, endpoint_slice: Slice, *_: Any) -> None:
         if managed(endpoint_slice) and self.tracker.should_sync(endpoint_slice):
@@ -137,7 +126,7 @@ class EndpointSliceController:
         node = new["metadata"]["name"]
         for pod in self.pods.lister().list():
             if (pod.get("spec") or {}).get("nodeName") == node:
-                self._pod_added(pod)
+                self.pod_handler.on_add(pod)
 
     # sync ------------------------------------------------------------------------------------------------
 

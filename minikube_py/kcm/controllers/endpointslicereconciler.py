@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from minikube_py.kcm.controllers import endpointutil as util
-from minikube_py.kcm.controllers.podcontrol import controller_ref
+from minikube_py.kcm.controllers.podcontrol import controller_ref, is_ready
 
 CONTROLLER_NAME = "endpointslice-controller.k8s.io"
 SERVICE_NAME_LABEL = "kubernetes.io/service-name"
@@ -249,7 +249,7 @@ def endpoint_ports(service: dict[str, Any], pod: dict[str, Any]) -> list[dict[st
 
 def pod_to_endpoint(pod: dict[str, Any], node: dict[str, Any] | None, service: dict[str, Any],
                     address_type: str) -> Endpoint:
-    serving, terminating = util.pod_ready(pod), util.terminating(pod)
+    serving, terminating = is_ready(pod), util.terminating(pod)
     publish_all = bool((service.get("spec") or {}).get("publishNotReadyAddresses"))
     endpoint: Endpoint = {
         "addresses": [ip for ip in util.pod_ips(pod) if util.is_ipv6(ip) == (address_type == "IPv6")],

@@ -5,8 +5,9 @@ traffic to; they only differ in the object they write. What they agree on lives 
 
 * which pods a Service selects (`selects`: a nil or empty `spec.selector` selects nothing; such Services get
   their endpoints from someone else), and the reverse, which Services a pod change concerns
-  (`services_for_pod`, `services_to_update`: both the Services matching the old labels and the new ones);
-* a pod's state as an endpoint: `pod_ready` (its Ready condition), terminating (a deletionTimestamp),
+  (`services_for_pod`, `services_to_update`: both the Services matching the old labels and the new ones),
+  which `ServicePodHandler`, the pod informer's handler in both controllers, enqueues;
+* a pod's state as an endpoint: ready (`podcontrol.is_ready`), terminating (a deletionTimestamp),
   `should_pod_be_in_endpoints` (not finished, has an IP), `pod_ips`, and `should_set_hostname`
   (`spec.hostname` is published only when the pod's `spec.subdomain` names this Service);
 * `find_port`: a Service port's `targetPort` resolved for one pod; a name is looked up among the pod's
@@ -29,7 +30,9 @@ from typing import Any
 
 from minikube_py.api.timestamps import parse_time, time_string
 from minikube_py.client.listers import Lister
-from minikube_py.client.store import meta_namespace_key
+from minikube_py.client.store import DeletedFinalStateUnknown, meta_namespace_key
+from minikube_py.client.workqueue import RateLimitingQueue
+from minikube_py.kcm.controllers.podcontrol import is_ready
 
 TRIGGER_TIME_ANNOTATION = "endpoints.kubernetes.io/last-change-trigger-time"
 HEADLESS_LABEL = "service.kubernetes.io/headless"
@@ -57,7 +60,7 @@ def services_to_update(services: Lister, old: dict[str, Any], new: dict[str, Any
     if old["metadata"].get("resourceVersion") == new["metadata"].get("resourceVersion"):
         return set()
     endpoint_changed = (old["metadata"].get("deletionTimestamp") != new["metadata"].get("deletionTimestamp")
-                        or pod_ready(old) != pod_ready(new) or pod_ips(old) != pod_ips(new))
+                        or is_ready(old) != is_ready(new) or pod_ips(old) != pod_ips(new))
     old_spec, new_spec = old.get("spec") or {}, new.get("spec") or {}
     labels_changed = (old["metadata"].get("labels") != new["metadata"].get("labels")
                       or old_spec.get("hostname") != new_spec.get("hostname")
@@ -72,17 +75,32 @@ def services_to_update(services: Lister, old: dict[str, Any], new: dict[str, Any
     return current | previous if endpoint_changed else current ^ previous
 
 
+class ServicePodHandler:
+    """The pod event handler of both controllers: a pod added, changed or deleted enqueues the key of every
+    Service whose endpoints it may change."""
+
+    def __init__(self, services: Lister, queue: RateLimitingQueue) -> None:
+        self.services = services
+        self.queue = queue
+
+    def on_add(self, pod: dict[str, Any], *_: Any) -> None:
+        for key in services_for_pod(self.services, pod):
+            self.queue.add(key)
+
+    def on_update(self, old: dict[str, Any], new: dict[str, Any]) -> None:
+        for key in services_to_update(self.services, old, new):
+            self.queue.add(key)
+
+    def on_delete(self, pod: dict[str, Any] | DeletedFinalStateUnknown) -> None:
+        self.on_add(pod.obj if isinstance(pod, DeletedFinalStateUnknown) else pod)
+
+
 def headless(service: dict[str, Any]) -> bool:
     """No cluster IP (`None` or empty): the Service's endpoints are labelled `service.kubernetes.io/headless`."""
     return (service.get("spec") or {}).get("clusterIP") in (None, "", "None")
 
 
 # a pod as an endpoint ------------------------------------------------------------------------------------
-
-def pod_ready(pod: dict[str, Any]) -> bool:
-    return any(c.get("type") == "Ready" and c.get("status") == "True"
-               for c in (pod.get("status") or {}).get("conditions") or [])
-
 
 def terminating(pod: dict[str, Any]) -> bool:
     return bool(pod["metadata"].get("deletionTimestamp"))

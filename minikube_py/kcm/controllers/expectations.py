@@ -2,9 +2,9 @@
 
 A ReplicaSet controller that just created 3 pods must not count pods again before its informer has
 delivered those 3: the cache lags the apiserver, and counting too early would create 3 more. So before
-creating (or deleting) N pods it records "expect N adds" (or deletes) for the owner's key; the pod
-informer's handlers lower the count as the pods arrive (`expect` awaits both at once, for a controller that
-creates and deletes in one sync), and `sync` only manages replicas once
+creating (or deleting) N pods it records "expect N adds" (or deletes) for the owner's key (`expect` records
+both at once, for a controller that creates and deletes in one sync, as a DaemonSet's does); the pod
+informer's handlers lower the count as the pods arrive, and `sync` only manages replicas once
 `satisfied(key)`. A write that failed is given back with `creation_observed` / `deletion_observed` at once,
 since its event will never come.
 

@@ -9,11 +9,13 @@ which version and go back to an earlier one:
   same name), written in kube's "safe" alphabet of consonants and digits so that it can never spell a word.
   A Deployment puts it on its ReplicaSets and their pods as the `pod-template-hash` label.
 * ControllerRevisions (`apps/v1`, a StatefulSet's or DaemonSet's history): `new_revision(parent, data,
-  revision, collision_count)` builds one named `<parent>-<hash>`, labelled like the parent's pods plus
-  `controller.kubernetes.io/hash`, owned by the parent, holding `data` (the part of the parent's spec that
-  makes a version: its pod template) and its `revision` number, one more than the highest so far
-  (`next_revision`). `equal_revision` compares two by hash and data, so a revision identical to an older
-  one is reused (re-numbered) instead of duplicated.
+  revision, collision_count, hash_label)` builds one named `<parent>-<hash>`, labelled like the parent's
+  pods plus the hash (`controller.kubernetes.io/hash`; a DaemonSet's are labelled `controller-revision-hash`),
+  carrying the parent's annotations (so `kubectl rollout history` shows its `kubernetes.io/change-cause`),
+  owned by the parent, holding `data` (the part of the parent's spec that makes a version: its pod template)
+  and its `revision` number, one more than the highest so far (`next_revision`). `equal_revision` compares
+  two by hash and data, so a revision identical to an older one is reused (`renumber_revision` makes it the
+  newest) instead of duplicated.
 
 Usage rules: `data` must be JSON-serialisable; the hash covers all of it, so callers pass exactly the
 fields whose change makes a new version.
@@ -26,6 +28,8 @@ from typing import Any
 
 import orjson
 
+from minikube_py.client import resources
+from minikube_py.client.rest import RESTClient
 from minikube_py.kcm.controllers.podcontrol import controller_ref
 
 SAFE_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"  # no vowels: a hash never spells a word
@@ -51,17 +55,30 @@ def template_hash(data: Any, collision_count: int | None = None) -> str:
     return safe_encode(str(fnv32a(payload)))
 
 
-def new_revision(parent: dict[str, Any], data: dict[str, Any], revision: int,
-                 collision_count: int | None = None) -> dict[str, Any]:
-    """A ControllerRevision of `parent` (with apiVersion and kind set) holding `data`."""
+def new_revision(parent: dict[str, Any], data: dict[str, Any], revision: int, collision_count: int | None = None,
+                 hash_label: str = HASH_LABEL) -> dict[str, Any]:
+    """A ControllerRevision of `parent` (with apiVersion and kind set) holding `data`, its hash under
+    `hash_label`."""
     meta = parent["metadata"]
     digest = template_hash(data, collision_count)
     labels = dict((((parent.get("spec") or {}).get("template") or {}).get("metadata") or {}).get("labels") or {})
-    labels[HASH_LABEL] = digest
-    return {"apiVersion": "apps/v1", "kind": "ControllerRevision",
-            "metadata": {"name": f"{meta['name']}-{digest}", "namespace": meta["namespace"], "labels": labels,
-                         "ownerReferences": [controller_ref(parent)]},
+    labels[hash_label] = digest
+    revision_meta = {"name": f"{meta['name']}-{digest}", "namespace": meta["namespace"], "labels": labels,
+                     "ownerReferences": [controller_ref(parent)]}
+    if meta.get("annotations"):
+        revision_meta["annotations"] = dict(meta["annotations"])
+    return {"apiVersion": "apps/v1", "kind": "ControllerRevision", "metadata": revision_meta,
             "data": copy.deepcopy(data), "revision": revision}
+
+
+async def renumber_revision(client: RESTClient, revision: dict[str, Any], number: int) -> dict[str, Any]:
+    """Make `revision` revision `number` (an old version that became current again is renumbered as the
+    newest, instead of being stored twice)."""
+    if int(revision.get("revision", 0)) == number:
+        return revision
+    updated = copy.deepcopy(revision)
+    updated["revision"] = number
+    return await client.update(resources.CONTROLLER_REVISIONS, updated, revision["metadata"]["namespace"])
 
 
 def next_revision(revisions: list[dict[str, Any]]) -> int:

@@ -2,7 +2,8 @@
 `pod_util` and ref manager).
 
 * `controller_ref(owner)`: the ownerReference a controller puts on what it creates (`controller: true`,
-  `blockOwnerDeletion: true`), and `controller_of(obj)` to read it back.
+  `blockOwnerDeletion: true`), `controller_of(obj)` to read it back, and `resolve_controller_ref` to find
+  the cached owner it names (only if the uid still matches: not a new object of the same name).
 * `pod_from_template(template, owner)`: a new pod from a pod template: `generateName` `<owner>-`, the
   template's labels, annotations and spec, owned by `owner`.
 * `PodControl`: creating (in slow-start batches) and deleting an owner's pods with kube's events
@@ -37,7 +38,7 @@ from minikube_py.api.timestamps import parse_time
 from minikube_py.client import errors, resources
 from minikube_py.client.events import CoreEventRecorder
 from minikube_py.client.rest import RESTClient
-from minikube_py.client.store import meta_namespace_key
+from minikube_py.client.store import Indexer, meta_namespace_key
 from minikube_py.kcm.controllers.expectations import ControllerExpectations
 
 SLOW_START_INITIAL_BATCH = 1
@@ -54,6 +55,16 @@ def controller_of(obj: dict[str, Any]) -> dict[str, Any] | None:
         if ref.get("controller"):
             return dict(ref)
     return None
+
+
+def resolve_controller_ref(indexer: Indexer, namespace: str, ref: dict[str, Any] | None,
+                           kind: str) -> dict[str, Any] | None:
+    """The cached owner of `kind` that the controllerRef `ref` names, if it is still that object (same uid):
+    how an event handler finds whom to wake for a changed pod (kube's resolveControllerRef)."""
+    if ref is None or ref.get("kind") != kind:
+        return None
+    owner = indexer.get_by_key(f"{namespace}/{ref.get('name')}")
+    return owner if owner is not None and owner["metadata"].get("uid") == ref.get("uid") else None
 
 
 def pod_from_template(template: dict[str, Any], owner: dict[str, Any]) -> dict[str, Any]:

@@ -18,8 +18,9 @@ Keeps `spec.replicas` pods matching the selector running. Handlers only enqueue 
    availableReplicas (ready for `minReadySeconds`), observedGeneration, and the ReplicaFailure condition while
    creating or deleting fails.
 
-Events as kube's: SuccessfulCreate "Created pod: NAME", SuccessfulDelete "Deleted pod: NAME", FailedCreate
-"Error creating: MESSAGE".
+The pod writes and their events (kube's: SuccessfulCreate "Created pod: NAME", SuccessfulDelete "Deleted pod:
+NAME", FailedCreate "Error creating: MESSAGE", FailedDelete "Error deleting: MESSAGE") are
+podcontrol.PodControl's, shared with the DaemonSet controller.
 """
 
 from __future__ import annotations
@@ -105,12 +106,9 @@ class ReplicaSetController:
 
     def _owner_key(self, pod: dict[str, Any]) -> str | None:
         """The key of the owner of ours that controls `pod`, if it is in the cache."""
-        ref = podcontrol.controller_of(pod)
-        if ref is None or ref.get("kind") != self.kind.kind:
-            return None
-        key = f"{pod['metadata']['namespace']}/{ref['name']}"
-        owner = self.owners.indexer.get_by_key(key)
-        return key if owner is not None and owner["metadata"]["uid"] == ref.get("uid") else None
+        owner = podcontrol.resolve_controller_ref(self.owners.indexer, pod["metadata"]["namespace"],
+                                                  podcontrol.controller_of(pod), self.kind.kind)
+        return meta_namespace_key(owner) if owner is not None else None
 
     def _pod_added(self, pod: dict[str, Any], *_: Any) -> None:
         if pod["metadata"].get("deletionTimestamp"):

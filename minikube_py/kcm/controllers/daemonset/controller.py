@@ -30,8 +30,8 @@ Informers on DaemonSets, pods, nodes and ControllerRevisions; the handlers only 
    updatedNumberScheduled and numberAvailable with desiredNumberScheduled.
 
 Events as kube's: SuccessfulCreate "Created pod: NAME", SuccessfulDelete "Deleted pod: NAME", FailedCreate
-"Error creating: MESSAGE", FailedDelete "Error deleting: MESSAGE", FailedDaemonPod, SucceededDaemonPod,
-SelectingAll. A write that fails makes the sync fail, and the queue retries the DaemonSet with backoff.
+"Error creating: MESSAGE", FailedDelete "Error deleting: MESSAGE" (the pod writes are podcontrol.PodControl's,
+as the ReplicaSet controller's), FailedDaemonPod, SucceededDaemonPod, SelectingAll. A write that fails makes the sync fail, and the queue retries the DaemonSet with backoff.
 """
 
 from __future__ import annotations
@@ -117,10 +117,8 @@ class DaemonSetController:
 
     def _resolve(self, obj: Obj, ref: dict[str, Any] | None) -> Obj | None:
         """The cached DaemonSet `ref` (a controllerRef of `obj`) points to, if it is still that object."""
-        if ref is None or ref.get("kind") != "DaemonSet":
-            return None
-        ds = self.daemon_sets.indexer.get_by_key(f"{obj['metadata'].get('namespace', '')}/{ref.get('name')}")
-        return ds if ds is not None and ds["metadata"].get("uid") == ref.get("uid") else None
+        return podcontrol.resolve_controller_ref(self.daemon_sets.indexer, obj["metadata"].get("namespace", ""), ref,
+                                                 "DaemonSet")
 
     def _enqueue_selecting(self, obj: Obj) -> None:
         """Enqueue the DaemonSets that could adopt the orphan `obj`."""

@@ -69,9 +69,7 @@ async def construct_history(client: RESTClient, ds: Obj, revisions: list[Obj],
         return await snapshot(client, ds, number), old
     cur = await _dedup(client, ds, current, daemon_pods)
     if int(cur.get("revision", 0)) < number:
-        cur = copy.deepcopy(cur)
-        cur["revision"] = number
-        cur = await client.update(resources.CONTROLLER_REVISIONS, cur, ds["metadata"]["namespace"])
+        cur = await history.renumber_revision(client, cur, number)
     return cur, old
 
 
@@ -79,11 +77,7 @@ async def snapshot(client: RESTClient, ds: Obj, number: int) -> Obj:
     """Create the revision of the current template with `revision: number`."""
     meta = ds["metadata"]
     collision_count = (ds.get("status") or {}).get("collisionCount")
-    body = history.new_revision(ds, revision_data(ds), number, collision_count)
-    labels = body["metadata"]["labels"]
-    labels[REVISION_HASH_LABEL] = labels.pop(history.HASH_LABEL)
-    if meta.get("annotations"):
-        body["metadata"]["annotations"] = dict(meta["annotations"])
+    body = history.new_revision(ds, revision_data(ds), number, collision_count, hash_label=REVISION_HASH_LABEL)
     try:
         return await client.create(resources.CONTROLLER_REVISIONS, body, meta["namespace"])
     except errors.AlreadyExists as taken:

@@ -76,10 +76,7 @@ class DeploymentController:
 
     def _resolve(self, namespace: str, ref: dict[str, Any] | None) -> Obj | None:
         """The cached Deployment `ref` (a controllerRef) points to, if it is still that object."""
-        if ref is None or ref.get("kind") != "Deployment":
-            return None
-        d = self.deployments.indexer.get_by_key(f"{namespace}/{ref.get('name')}")
-        return d if d is not None and d["metadata"].get("uid") == ref.get("uid") else None
+        return podcontrol.resolve_controller_ref(self.deployments.indexer, namespace, ref, "Deployment")
 
     def _deployments_selecting(self, rs: Obj) -> list[Obj]:
         labels = rs["metadata"].get("labels")
@@ -129,11 +126,9 @@ class DeploymentController:
         if isinstance(pod, DeletedFinalStateUnknown):
             pod = pod.obj
         namespace = pod["metadata"]["namespace"]
-        rs_ref = podcontrol.controller_of(pod)
-        if rs_ref is None or rs_ref.get("kind") != "ReplicaSet":
-            return
-        rs = self.replica_sets.indexer.get_by_key(f"{namespace}/{rs_ref.get('name')}")
-        if rs is None or rs["metadata"].get("uid") != rs_ref.get("uid"):
+        rs = podcontrol.resolve_controller_ref(self.replica_sets.indexer, namespace, podcontrol.controller_of(pod),
+                                               "ReplicaSet")
+        if rs is None:
             return
         d = self._resolve(namespace, podcontrol.controller_of(rs))
         if d is None or (spec(d).get("strategy") or {}).get("type") != "Recreate":

@@ -52,7 +52,6 @@ from minikube_py.kcm.controllers.job.pods import (
     TRACKING_FINALIZER,
     has_tracking_finalizer,
     is_pod_failed,
-    is_ready,
     is_terminating,
     phase,
     remove_finalizer_patch,
@@ -240,7 +239,7 @@ class JobController:
         satisfied = self.expectations.satisfied(key)
         pods = await self.pods_for_job(job)
         active_pods = [pod for pod in pods if podcontrol.is_active(pod)]
-        ctx = SyncContext(job, pods, active_pods, ready=sum(1 for pod in active_pods if is_ready(pod)),
+        ctx = SyncContext(job, pods, active_pods, ready=sum(1 for pod in active_pods if podcontrol.is_ready(pod)),
                           terminating=sum(1 for pod in pods if is_terminating(pod)),
                           uncounted_succeeded=set(uncounted.get("succeeded") or []),
                           uncounted_failed=set(uncounted.get("failed") or []),
@@ -351,7 +350,7 @@ class JobController:
         """The Job's pods after adoption (with the tracking finalizer) and release."""
         selector = LabelSelector.from_api((job.get("spec") or {}).get("selector"))
         candidates = self.pods.lister().list(job["metadata"]["namespace"])
-        claimed = await podcontrol.claim_pods(self.client, job, selector, candidates, lambda: self._can_adopt(job))
+        claimed = await podcontrol.claim_pods(self.client, job, selector, candidates, lambda: podcontrol.owner_is_current(self.client, resources.JOBS, job))
         pods = []
         for pod in claimed:
             adopted = podcontrol.controller_of(pod) is None  # the cache does not show the new owner yet
@@ -371,15 +370,6 @@ class JobController:
         adopted = copy.deepcopy(pod)
         adopted["metadata"]["finalizers"] = [*(meta.get("finalizers") or []), TRACKING_FINALIZER]
         return adopted
-
-    async def _can_adopt(self, job: dict[str, Any]) -> bool:
-        meta = job["metadata"]
-        try:
-            fresh = await self.client.get(resources.JOBS, meta["name"], meta["namespace"])
-        except errors.NotFound:
-            return False
-        return fresh["metadata"]["uid"] == meta["uid"] and not fresh["metadata"].get("deletionTimestamp")
-
 
 def _new_finished_pods(ctx: SyncContext) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Pods that finished and are not counted in the status yet: (succeeded, failed)."""

@@ -37,7 +37,6 @@ from minikube_py.kcm.controllers.job.pods import (
     TRACKING_FINALIZER,
     finished_time,
     has_tracking_finalizer,
-    is_ready,
     only_replace_failed_pods,
     remove_finalizer_patch,
 )
@@ -127,7 +126,7 @@ class PodManager:
             pod = await self.client.create(resources.PODS, body, job["metadata"]["namespace"])
         except errors.APIStatusError as error:
             self.expectations.creation_observed(key)
-            if namespace_terminating(error):
+            if errors.is_namespace_terminating(error):
                 return None  # every later create fails the same way: nothing to retry
             self.recorder.event(job, "Warning", "FailedCreate", f"Error creating: {error}")
             return error
@@ -172,7 +171,7 @@ class PodManager:
                                delete: Callable[[dict[str, Any]], Any]) -> tuple[int, errors.APIStatusError | None]:
         results = await asyncio.gather(*(delete(pod) for pod in pods))
         deleted = [pod for pod, result in zip(pods, results, strict=True) if result is None]
-        ctx.ready -= sum(1 for pod in deleted if is_ready(pod))
+        ctx.ready -= sum(1 for pod in deleted if podcontrol.is_ready(pod))
         ctx.terminating += len(deleted)
         return len(deleted), next((result for result in results if result is not None), None)
 
@@ -213,6 +212,3 @@ def _ready_indexes(pending: list[int], ctx: SyncContext, now: datetime) -> tuple
             waits.append(wait)
     return (ready, 0.0) if ready else (ready, min(waits, default=0.0))
 
-
-def namespace_terminating(error: errors.APIStatusError) -> bool:
-    return isinstance(error, errors.Forbidden) and "because it is being terminated" in str(error)

@@ -33,11 +33,6 @@ def phase(pod: dict[str, Any]) -> str:
     return str((pod.get("status") or {}).get("phase") or "")
 
 
-def is_ready(pod: dict[str, Any]) -> bool:
-    return any(c.get("type") == "Ready" and c.get("status") == "True"
-               for c in (pod.get("status") or {}).get("conditions") or [])
-
-
 def is_terminating(pod: dict[str, Any]) -> bool:
     return bool(pod["metadata"].get("deletionTimestamp")) and phase(pod) not in ("Succeeded", "Failed")
 

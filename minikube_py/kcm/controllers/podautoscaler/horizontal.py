@@ -46,8 +46,8 @@ from minikube_py.client.workqueue import RateLimitingQueue
 from minikube_py.kcm.context import ControllerContext
 from minikube_py.kcm.controllers.podautoscaler.metrics import MetricsError, milli_value, resource_metrics
 from minikube_py.kcm.controllers.podautoscaler.replicas import CalculationError, Calculator
-from minikube_py.kcm.controllers.podautoscaler.scale import NoKindMatchError, ScaleClient
 from minikube_py.kcm.controllers.podautoscaler.stabilization import Stabilizer
+from minikube_py.kcm.controllers.scaleclient import NoKindMatchError, ScaleClient
 
 API_VERSION, KIND = "autoscaling/v2", "HorizontalPodAutoscaler"
 ABLE_TO_SCALE, SCALING_ACTIVE, SCALING_LIMITED = "AbleToScale", "ScalingActive", "ScalingLimited"

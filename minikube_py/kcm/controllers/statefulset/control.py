@@ -107,7 +107,7 @@ class StatefulSetControl:
         if equal and known and history.equal_revision(known[-1], equal[-1]):
             update = known[-1]  # the template has not changed
         elif equal:
-            update = await revisions.renumber_revision(self.client, equal[-1], candidate["revision"])
+            update = await history.renumber_revision(self.client, equal[-1], candidate["revision"])
         else:
             update, collision_count = await revisions.create_revision(self.client, sts, candidate["revision"],
                                                                       collision_count)

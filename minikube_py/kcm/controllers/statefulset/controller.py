@@ -72,11 +72,8 @@ class StatefulSetController:
 
     def _owner(self, pod: dict[str, Any]) -> dict[str, Any] | None:
         """The cached set controlling `pod`, if any."""
-        ref = podcontrol.controller_of(pod)
-        if ref is None or ref.get("kind") != "StatefulSet":
-            return None
-        sts = self.sets.indexer.get_by_key(f"{pod['metadata']['namespace']}/{ref['name']}")
-        return sts if sts is not None and sts["metadata"]["uid"] == ref.get("uid") else None
+        return podcontrol.resolve_controller_ref(self.sets.indexer, pod["metadata"]["namespace"],
+                                                 podcontrol.controller_of(pod), "StatefulSet")
 
     def _pod_added(self, pod: dict[str, Any], *_: Any) -> None:
         if identity.is_terminating(pod):

@@ -9,8 +9,8 @@ it), whose `data` is a strategic merge patch that puts that template back:
 controller rebuilds "the set at revision R" by applying R's data to the set (`apply_revision`), and
 `kubectl rollout undo statefulset/web --to-revision=2` is nothing but a PATCH of the set with revision 2's
 data; the controller then sees a template equal to an old revision and re-numbers that revision as the
-newest instead of creating a duplicate. The set's annotations are copied onto each revision, so
-`kubectl rollout history` shows a `kubernetes.io/change-cause`.
+newest instead of creating a duplicate (`history.renumber_revision`). The set's annotations are copied onto
+each revision (by history.new_revision), so `kubectl rollout history` shows a `kubernetes.io/change-cause`.
 
 Two templates may hash to the same name. Creating one then fails with AlreadyExists on a revision with
 other data: the set's `status.collisionCount` goes up by one, which changes the hash, and creation is tried
@@ -41,11 +41,7 @@ def revision_data(sts: dict[str, Any]) -> dict[str, Any]:
 
 
 def new_revision(sts: dict[str, Any], number: int, collision_count: int) -> dict[str, Any]:
-    revision = history.new_revision(sts, revision_data(sts), number, collision_count)
-    annotations = sts["metadata"].get("annotations")
-    if annotations:
-        revision["metadata"]["annotations"] = dict(annotations)
-    return revision
+    return history.new_revision(sts, revision_data(sts), number, collision_count)
 
 
 def apply_revision(sts: dict[str, Any], revision: dict[str, Any]) -> dict[str, Any]:
@@ -81,12 +77,4 @@ async def create_revision(client: RESTClient, sts: dict[str, Any], number: int,
     raise RuntimeError(f"no free ControllerRevision name for {namespace}/{sts['metadata']['name']} "
                        f"after {MAX_COLLISIONS} hash collisions")
 
-
-async def renumber_revision(client: RESTClient, revision: dict[str, Any], number: int) -> dict[str, Any]:
-    """Make an old revision the newest again (a rollback to it)."""
-    if int(revision.get("revision", 0)) == number:
-        return revision
-    updated = copy.deepcopy(revision)
-    updated["revision"] = number
-    return await client.update(resources.CONTROLLER_REVISIONS, updated, revision["metadata"]["namespace"])
 

@@ -1,4 +1,4 @@
-"""Cron schedules for the CronJob controller: parse `spec.schedule` and find the next activation time.
+"""Cron schedules: parse a CronJob's `spec.schedule` and find its next activation time.
 
 A schedule is what kube's CronJob controller hands to its cron library (robfig/cron's standard parser):
 * five fields, `minute hour day-of-month month day-of-week`, each a comma-separated list of `*` (or `?`),
