@@ -718,3 +718,16 @@ def test_no_new_finalizers_while_deleting() -> None:
     assert messages(validate_update(res("", "v1", "configmaps"), new, old)) == [
         'metadata.finalizers: Forbidden: no new finalizers can be added if the object is being deleted, found new '
         'finalizers []string{"a.io/y"}']
+
+
+def test_a_stateful_set_template_may_mount_its_claim_templates_and_a_deployment_may_not() -> None:
+    def mounting_claim(plural: str) -> Obj:
+        obj = workload(plural, serviceName="web") if plural == "statefulsets" else workload(plural)
+        obj["spec"]["template"]["spec"]["containers"][0]["volumeMounts"] = [{"name": "data", "mountPath": "/data"}]
+        return obj
+    assert check((*APPS, "statefulsets"), mounting_claim("statefulsets")) == []
+    assert fields(check((*APPS, "deployments"), mounting_claim("deployments"))) == \
+        ["spec.template.spec.containers[0].volumeMounts[0].name"]
+    broken = mounting_claim("statefulsets")
+    broken["spec"]["template"]["metadata"]["labels"]["bad key!"] = "x"
+    assert "spec.template.labels" in fields(check((*APPS, "statefulsets"), broken))  # metadata still checked

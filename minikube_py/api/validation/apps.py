@@ -33,7 +33,7 @@ from minikube_py.api.validation.meta import (
     selector_matches,
     validate_label_selector,
 )
-from minikube_py.api.validation.pod import pod_template
+from minikube_py.api.validation.pod import pod_template, pod_template_metadata
 
 _STATEFUL_SET_MUTABLE = ("replicas", "template", "updateStrategy", "minReadySeconds", "ordinals",
                          "persistentVolumeClaimRetentionPolicy")
@@ -63,10 +63,13 @@ def _template_labels(spec: dict[str, Any]) -> list[FieldError]:
                        "`selector` does not match template `labels`")]
 
 
-def _template_body(spec: dict[str, Any], controller: str, forbid_deadline: bool = True) -> list[FieldError]:
-    """A valid pod template whose pods restart `Always` and run without a deadline."""
+def _template_body(spec: dict[str, Any], controller: str, forbid_deadline: bool = True,
+                   pod_spec: bool = True) -> list[FieldError]:
+    """A valid pod template whose pods restart `Always` and run without a deadline. Without `pod_spec` only
+    the template's metadata is checked (a StatefulSet's: its volume mounts may name claim templates, which
+    are no volumes of the template; its pods are validated when they are created)."""
     template = as_dict(spec.get("template"))
-    errs = pod_template(template, "spec.template")
+    errs = pod_template(template, "spec.template") if pod_spec else pod_template_metadata(template, "spec.template")
     template_spec = as_dict(template.get("spec"))
     if template_spec.get("restartPolicy") != "Always":
         errs.append(not_supported("spec.template.spec.restartPolicy", template_spec.get("restartPolicy") or "",
@@ -190,7 +193,8 @@ def stateful_set(obj: dict[str, Any]) -> list[FieldError]:
         errs += nonnegative("spec.ordinals.start", spec["ordinals"].get("start"))
     errs += nonnegative("spec.replicas", spec.get("replicas"))
     errs += nonnegative("spec.minReadySeconds", spec.get("minReadySeconds"))
-    return errs + _selector(spec, "statefulset") + _template(spec, "StatefulSet")
+    return errs + _selector(spec, "statefulset") + _template_labels(spec) + \
+        _template_body(spec, "StatefulSet", pod_spec=False)
 
 
 def _stateful_set_strategy(strategy: dict[str, Any]) -> list[FieldError]:

@@ -193,11 +193,16 @@ def _names_and_numbers(spec: dict[str, Any], path: str) -> list[FieldError]:
     return errs
 
 
-def pod_template(template: dict[str, Any], path: str) -> list[FieldError]:
-    """`ValidatePodTemplateSpec`: template labels and annotations (at `<path>.labels`, as kube says) and spec."""
+def pod_template_metadata(template: dict[str, Any], path: str) -> list[FieldError]:
+    """The template's labels and annotations (at `<path>.labels`, as kube says)."""
     metadata = as_dict(template.get("metadata"))
-    errs = validate_labels(metadata.get("labels"), f"{path}.labels")
-    errs += validate_annotations(metadata.get("annotations"), f"{path}.annotations")
+    return (validate_labels(metadata.get("labels"), f"{path}.labels")
+            + validate_annotations(metadata.get("annotations"), f"{path}.annotations"))
+
+
+def pod_template(template: dict[str, Any], path: str) -> list[FieldError]:
+    """`ValidatePodTemplateSpec`: template labels and annotations, and spec."""
+    errs = pod_template_metadata(template, path)
     spec = as_dict(template.get("spec"))
     errs += pod_spec(spec, f"{path}.spec", is_pod=False)
     if as_list(spec.get("ephemeralContainers")):
