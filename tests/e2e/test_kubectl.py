@@ -502,24 +502,35 @@ def test_deleting_a_pod_on_a_node_leaves_it_terminating_until_forced(cluster: Ku
     cluster.kubectl("get", "pod", "bound", "-n", namespace, expect_failure=True)
 
 
-def test_deleting_a_namespace_leaves_it_terminating_without_a_namespace_controller(
-        cluster: KubeCluster, tmp_path: Path) -> None:
+def test_deleting_a_namespace_waits_for_its_content_then_goes(cluster: KubeCluster, tmp_path: Path) -> None:
     ns = unique("doomed")
     path = write(tmp_path, "ns.yaml", namespace_manifest(ns))
     cluster.kubectl("create", "-f", str(path))
     cluster.apply_manifest(configmap_manifest("inside"), ns)
+    held = yaml.safe_load(configmap_manifest("held"))
+    held["metadata"]["finalizers"] = ["example.com/hold"]  # keeps the namespace Terminating until removed
+    cluster.kubectl("create", "-n", ns, "-f", "-", input=yaml.safe_dump(held))
     out = cluster.kubectl("delete", "namespace", ns, "--wait=false").stdout
     assert out.strip() == f'namespace "{ns}" deleted'
     assert column(cluster.kubectl("get", "namespace", ns).stdout, "STATUS") == {ns: "Terminating"}
     got = cluster.kubectl_json("get", "namespace", ns)
     assert got["status"]["phase"] == "Terminating" and got["metadata"]["deletionTimestamp"]
-    assert got["spec"]["finalizers"] == ["kubernetes"]  # only the namespace controller may remove it
-    # its content stays (nothing empties the namespace yet), and nothing new may be created in it
-    assert names(cluster.kubectl("get", "configmaps", "-n", ns, "-o", "name").stdout) >= {"configmap/inside"}
+    assert got["spec"]["finalizers"] == ["kubernetes"]  # only the namespace controller removes it
     refused = cluster.kubectl("create", "-n", ns, "-f", "-", input=configmap_manifest("late"),
                               expect_failure=True)
     assert "Error from server (Forbidden)" in refused.stderr
     assert "because it is being terminated" in refused.stderr
+    # the namespace controller empties it; what has a finalizer stays, and the namespace says so
+    wait_until(lambda: names(cluster.kubectl("get", "configmaps", "-n", ns, "-o", "name").stdout)
+               == {"configmap/held"}, "the namespace to be emptied but for the held ConfigMap")
+    described = cluster.kubectl("describe", "namespace", ns).stdout
+    wait_until(lambda: "example.com/hold in 1 resource instances" in cluster.kubectl("describe", "namespace",
+                                                                                    ns).stdout,
+               "the namespace's conditions to name the finalizer", timeout=20)
+    cluster.kubectl("patch", "configmap", "held", "-n", ns, "--type=merge", "-p", '{"metadata":{"finalizers":null}}')
+    wait_until(lambda: cluster.kubectl("get", "namespace", ns, check=False).returncode != 0,
+               "the namespace to be gone", timeout=20)
+    assert "Terminating" in described
 
 
 def test_labelling_a_terminating_namespace_keeps_it_terminating(cluster: KubeCluster) -> None:

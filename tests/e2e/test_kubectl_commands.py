@@ -262,7 +262,7 @@ def test_patch_json_applies_operations_in_order(cluster: KubeCluster, namespace:
     cluster.kubectl("patch", "deployment", "ops", "-n", namespace, "--type=json", "-p", json.dumps(ops))
     live = get(cluster, "deployment", "ops", namespace)
     assert live["spec"]["replicas"] == 3 and live["metadata"]["generation"] == 2
-    assert live["metadata"]["annotations"] == {"note": "json"} and live["metadata"]["labels"]["note"] == "json"
+    assert live["metadata"]["annotations"]["note"] == "json" and live["metadata"]["labels"]["note"] == "json"
 
 
 def test_patch_json_with_a_failing_test_operation_changes_nothing(cluster: KubeCluster, namespace: str) -> None:

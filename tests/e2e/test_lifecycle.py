@@ -105,7 +105,7 @@ KEPT_OBJECTS = documents(
     configmap_manifest("settings", {"color": "blue"}),
     yaml.safe_dump({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "password"},
                     "stringData": {"password": "s3cret"}}),
-    deployment_manifest("web", replicas=3),
+    deployment_manifest("web", replicas=0),  # its controllers still write its status and a ReplicaSet
     service_manifest("web", {"app": "web"}),
     pod_manifest("solo", {"app": "solo"}),
     yaml.safe_dump({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "robot"}}),
@@ -134,6 +134,8 @@ def test_down_then_up_keeps_every_object_with_its_uid_and_resource_version(home:
     alpha.apply_manifest(KEPT_CLUSTER_OBJECTS)
     # the namespace also gets its `default` ServiceAccount and the cluster CA's ConfigMap, a moment later
     wait_until(lambda: len(snapshot(alpha)) == 11, "the 9 objects created here and the namespace's two")
+    wait_until(lambda: snapshot(alpha)[("Deployment", "web")].get("status", {}).get("observedGeneration") == 1,
+               "the deployment controller to have written the deployment's status")
     wait_until(lambda: all(scheduler_has_seen(obj) for (kind, _), obj in snapshot(alpha).items() if kind == "Pod"),
                "the scheduler to try the pods")
     before = snapshot(alpha)

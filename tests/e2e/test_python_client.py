@@ -12,7 +12,7 @@ Each test works in its own namespace of the session's shared cluster.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -208,15 +208,28 @@ def test_lists_come_in_pages_with_continue_tokens(core: client.CoreV1Api, ns: st
 # deployments ----------------------------------------------------------------------------------------------
 
 
+def retry_on_conflict(read: Callable[[], Any], write: Callable[[Any], Any], attempts: int = 5) -> Any:
+    """A read-modify-write as clients write it: the deployment controller writes the same object meanwhile,
+    so a replace can lose the race (409) and is done again on a fresh copy."""
+    for _ in range(attempts - 1):
+        try:
+            return write(read())
+        except ApiException as error:
+            if error.status != 409:
+                raise
+    return write(read())
+
+
 def test_deployment_create_read_replace_delete(apps: client.AppsV1Api, ns: str) -> None:
     created = apps.create_namespaced_deployment(ns, deployment("web", replicas=2))
     assert created.metadata.generation == 1
     assert created.spec.strategy.type == "RollingUpdate"  # defaulted by the server
     assert created.spec.template.spec.containers[0].image == "nginx:1.27"
 
-    live = apps.read_namespaced_deployment("web", ns)
-    live.spec.template.spec.containers[0].image = "nginx:1.28"
-    replaced = apps.replace_namespaced_deployment("web", ns, live)
+    def new_image(live: Any) -> Any:
+        live.spec.template.spec.containers[0].image = "nginx:1.28"
+        return apps.replace_namespaced_deployment("web", ns, live)
+    replaced = retry_on_conflict(lambda: apps.read_namespaced_deployment("web", ns), new_image)
     assert replaced.metadata.generation == 2
 
     apps.delete_namespaced_deployment("web", ns)
@@ -234,9 +247,11 @@ def test_deployment_scale_subresource_reads_and_writes_replicas(apps: client.App
 
 def test_deployment_status_write_does_not_bump_generation(apps: client.AppsV1Api, ns: str) -> None:
     apps.create_namespaced_deployment(ns, deployment("gen"))
-    live = apps.read_namespaced_deployment("gen", ns)
-    live.status = client.V1DeploymentStatus(replicas=1, ready_replicas=1, observed_generation=1)
-    updated = apps.replace_namespaced_deployment_status("gen", ns, live)
+
+    def new_status(live: Any) -> Any:
+        live.status = client.V1DeploymentStatus(replicas=1, ready_replicas=1, observed_generation=1)
+        return apps.replace_namespaced_deployment_status("gen", ns, live)
+    updated = retry_on_conflict(lambda: apps.read_namespaced_deployment("gen", ns), new_status)
     assert updated.status.ready_replicas == 1
     assert updated.metadata.generation == 1
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import yaml
 from kubernetes import client, config, dynamic
 
-from tests.e2e.conftest import KubeCluster
+from tests.e2e.conftest import KubeCluster, wait_until
 from tests.e2e.test_kubectl import write
 from tests.e2e.test_kubectl_fidelity import deployment
 
@@ -17,7 +17,9 @@ def live_deployment(cluster: KubeCluster, name: str, namespace: str) -> dict:
 
 
 def managers(obj: dict) -> set[tuple[str, str]]:
-    return {(e["manager"], e["operation"]) for e in obj["metadata"].get("managedFields", [])}
+    """Who manages the object's fields, leaving out the deployment controller's own status entry."""
+    return {(e["manager"], e["operation"]) for e in obj["metadata"].get("managedFields", [])
+            if e.get("subresource") != "status"}
 
 
 def fields_of(obj: dict, manager: str, operation: str) -> dict:
@@ -56,6 +58,9 @@ def test_server_side_apply_of_an_unchanged_file_keeps_the_resource_version(clust
                                                                           tmp_path: Path) -> None:
     path = write(tmp_path, "d.yaml", deployment("same", 1))
     cluster.kubectl("apply", "--server-side", "-n", namespace, "-f", str(path))
+    # the deployment controller writes the status of a new deployment: wait until it has
+    wait_until(lambda: live_deployment(cluster, "same", namespace).get("status", {}).get("observedGeneration") == 1,
+               "the deployment controller to record the deployment")
     before = live_deployment(cluster, "same", namespace)["metadata"]["resourceVersion"]
     cluster.kubectl("apply", "--server-side", "-n", namespace, "-f", str(path))
     after = live_deployment(cluster, "same", namespace)["metadata"]["resourceVersion"]
