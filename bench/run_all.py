@@ -14,7 +14,7 @@ import sys
 import time
 
 BENCHMARKS = ("bench_create", "bench_get", "bench_watch", "bench_up", "bench_apply", "bench_security",
-              "scheduler_perf", "pod_startup", "simulated_nodes", "controller_reaction")
+              "scheduler_perf", "pod_startup", "simulated_nodes", "controller_reaction", "deployment_scale")
 VERDICTS = ("[PASS]", "[MISS]")
 
 

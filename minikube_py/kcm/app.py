@@ -99,14 +99,19 @@ async def run(options: Options) -> None:
             options.settings, root_ca=_kubeconfig_ca(client_config)))
     health = HealthServer(options.bind_address, options.secure_port, cert_file=options.tls_cert_file,
                           key_file=options.tls_private_key_file)
-    async with RESTClient(client_config) as root:
+    # the Lease is renewed over a client of its own (kube's separate leader-election clientset): a burst of
+    # controller writes queued on the shared client must never delay a renewal past the deadline
+    election_config = dataclasses.replace(client_config,
+                                          user_agent=user_agent("kube-controller-manager/leader-election"))
+    async with RESTClient(client_config) as root, RESTClient(election_config) as election_client:
         if options.secure_port:
             try:
                 await health.start()
             except HealthServerError as error:
                 raise ControllerManagerSetupError(str(error)) from None
         try:
-            await run_as_leader(root, election, lambda: run_controllers(root, enabled, options), logger=log)
+            await run_as_leader(election_client, election, lambda: run_controllers(root, enabled, options),
+                                logger=log)
         finally:
             await health.stop()
 

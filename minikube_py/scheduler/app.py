@@ -159,7 +159,10 @@ async def run(options: Options) -> None:
     identity = election.identity if election else socket.gethostname()
     health = HealthServer(options.bind_address, options.secure_port, cert_file=options.tls_cert_file,
                           key_file=options.tls_private_key_file)
-    async with RESTClient(client_config) as client:
+    # the Lease is renewed over a client of its own (kube's separate leader-election clientset): a burst of
+    # binds queued on the main client must never delay a renewal past the deadline
+    election_config = dataclasses.replace(client_config, user_agent=user_agent("kube-scheduler/leader-election"))
+    async with RESTClient(client_config) as client, RESTClient(election_config) as election_client:
         scheduler, informers, broadcaster = build(options, config, client, identity)
         if options.secure_port:
             try:
@@ -167,7 +170,8 @@ async def run(options: Options) -> None:
             except HealthServerError as error:
                 raise SchedulerSetupError(str(error)) from None
         try:
-            await run_as_leader(client, election, lambda: _schedule(scheduler, informers, broadcaster), logger=log)
+            await run_as_leader(election_client, election, lambda: _schedule(scheduler, informers, broadcaster),
+                                logger=log)
         finally:
             await health.stop()
 

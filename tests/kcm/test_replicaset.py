@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
@@ -120,6 +121,21 @@ async def test_status_counts_ready_and_available_after_min_ready_seconds() -> No
     status = client.writes("update")[0].body["status"]
     assert status == {"replicas": 4, "fullyLabeledReplicas": 1, "readyReplicas": 2, "availableReplicas": 1,
                       "observedGeneration": 2}
+
+
+async def test_a_pod_that_just_became_ready_is_looked_at_again_after_min_ready_seconds() -> None:
+    # none available yet: the zero count is left out of the status, and the requeue must still happen
+    rsc, client = controller(replica_set(1, min_ready=3), pod("p", ready_at="2023-12-31T23:59:59Z"))
+    await rsc.sync("default/web")  # the fake clock's wall time is 2024-01-01T00:00:00Z
+    assert client.writes("update")[0].body["status"]["readyReplicas"] == 1
+    assert "availableReplicas" not in client.writes("update")[0].body["status"]
+    for _ in range(20):
+        await asyncio.sleep(0)
+    assert len(rsc.queue) == 0
+    rsc.clock.advance(3)  # type: ignore[attr-defined]
+    for _ in range(20):
+        await asyncio.sleep(0)
+    assert len(rsc.queue) == 1  # queued again, to count the pod available in time
 
 
 async def test_an_unchanged_status_is_not_written() -> None:

@@ -200,7 +200,7 @@ class ReplicaSetController:
             self.queue.add(meta_namespace_key(owner))  # the next sync reads the newer object
             return
         min_ready = int((owner.get("spec") or {}).get("minReadySeconds", 0))
-        if min_ready and status["readyReplicas"] != status["availableReplicas"]:
+        if min_ready and status.get("readyReplicas", 0) != status.get("availableReplicas", 0):
             self.queue.add_after(meta_namespace_key(owner), min_ready)  # to count them available in time
 
 
