@@ -23,7 +23,7 @@ import yaml
 from tests.e2e.conftest import KubeCluster, Mkpy, namespace_manifest, unique, wait_until
 
 REPLICAS = 50
-ROLLOUT_TIMEOUT = 75
+ROLLOUT_TIMEOUT = 180  # seconds: generous, the rollout is slow when the whole suite shares two cores
 
 
 @pytest.fixture(scope="module")
