@@ -9,6 +9,8 @@ empty a namespace of every kind in it. Both ask the apiserver:
   verbs, and each group's preferred version;
 * `Discovery.preferred()` keeps one version per group (what to list and watch: kube's
   `ServerPreferredResources`); `with_verbs("list", "delete")` filters by what a resource supports;
+* a built-in resource comes back as the very `Resource` value of `client.resources` (so informers made
+  from discovery are the shared ones); others are built from the document;
 * `Discovery.resource_for(api_version, kind)` maps an ownerReference's `apiVersion`/`kind` to the resource
   to GET it by (kube's RESTMapper), in any served version, not only the preferred one.
 
@@ -25,7 +27,7 @@ from dataclasses import dataclass, field
 import httpx
 
 from minikube_py.api.kinds import Resource
-from minikube_py.client import errors
+from minikube_py.client import errors, resources
 from minikube_py.client.rest import RESTClient
 
 
@@ -62,10 +64,20 @@ async def discover(client: RESTClient) -> Discovery:
         for entry in document.get("resources") or []:
             if "/" in entry["name"]:
                 continue  # a subresource
-            found.resources.append(Resource(group, version, entry["kind"], entry["name"],
+            found.resources.append(_known(group, version, entry["name"]) or
+                                   Resource(group, version, entry["kind"], entry["name"],
                                             namespaced=bool(entry.get("namespaced")),
                                             verbs=tuple(entry.get("verbs") or ())))
     return found
+
+
+def _known(group: str, version: str, plural: str) -> Resource | None:
+    """The built-in `Resource` of that name: the very value controllers name their informers by, so an
+    informer made from discovery is the same shared informer (one watch per resource)."""
+    try:
+        return resources.builtin(group, version, plural)
+    except KeyError:
+        return None
 
 
 async def _resource_list(client: RESTClient, url: str) -> dict[str, object] | str:

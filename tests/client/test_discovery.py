@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import httpx
 
+from minikube_py.client import resources
 from minikube_py.client.discovery import discover, with_verbs
 from minikube_py.client.kubeconfig import load_kubeconfig
 from minikube_py.client.rest import RESTClient
@@ -24,6 +25,7 @@ async def test_discovery_lists_builtin_and_custom_resources(control_plane: Contr
         assert not found.failed
         pods = found.resource_for("v1", "Pod")
         assert pods is not None and pods.plural == "pods" and pods.namespaced and "delete" in pods.verbs
+        assert pods is resources.PODS  # the value controllers name their shared informers by
         nodes = found.resource_for("v1", "Node")
         assert nodes is not None and not nodes.namespaced
         assert found.resource_for("apps/v1", "Deployment") is not None

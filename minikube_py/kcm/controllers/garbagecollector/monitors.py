@@ -22,7 +22,6 @@ import logging
 from typing import Any
 
 from minikube_py.api.kinds import Resource
-from minikube_py.client import resources
 from minikube_py.client.discovery import Discovery, with_verbs
 from minikube_py.client.informer import (
     FuncHandler,
@@ -45,16 +44,8 @@ def deletable_resources(discovery: Discovery) -> dict[ResourceKey, Resource]:
     found = {}
     for resource in with_verbs(discovery.preferred(), "list", "watch", "delete"):
         if (resource.group, resource.plural) not in IGNORED_RESOURCES:
-            found[_key(resource)] = canonical(resource)
+            found[_key(resource)] = resource
     return found
-
-
-def canonical(resource: Resource) -> Resource:
-    """The built-in `Resource` other controllers use for this resource, so the shared informer is shared."""
-    try:
-        return resources.builtin(resource.group, resource.version, resource.plural)
-    except KeyError:
-        return resource
 
 
 class Monitors:

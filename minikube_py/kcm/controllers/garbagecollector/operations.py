@@ -31,7 +31,6 @@ from minikube_py.client.discovery import Discovery
 from minikube_py.client.rest import RESTClient
 
 from .graph import ObjectReference, OwnerReference
-from .monitors import canonical
 
 
 class RESTMappingError(Exception):
@@ -47,8 +46,7 @@ class ObjectOperations:
         self.discovery = Discovery()  # replaced by each discovery pass
 
     def resource_for(self, api_version: str, kind: str) -> Resource | None:
-        found = self.discovery.resource_for(api_version, kind)
-        return canonical(found) if found is not None else None
+        return self.discovery.resource_for(api_version, kind)
 
     def resource(self, identity: ObjectReference) -> Resource:
         found = self.resource_for(identity.api_version, identity.kind)

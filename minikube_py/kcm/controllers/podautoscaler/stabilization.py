@@ -134,12 +134,12 @@ class Stabilizer:
                       up: dict[str, Any], down: dict[str, Any]) -> tuple[int, tuple[str, str]]:
         history = self._history.setdefault(key, _History())
         if desired > current:
-            limit = max(self._scale_up_limit(current, history, up), current)
+            limit = max(self._scale_limit(current, history, up, up=True), current)
             highest, reason = (limit, UP_LIMIT) if max_replicas > limit else (max_replicas, TOO_MANY)
             if desired > highest:
                 return highest, reason
         elif desired < current:
-            limit = min(self._scale_down_limit(current, history, down), current)
+            limit = min(self._scale_limit(current, history, down, up=False), current)
             lowest, reason = (limit, DOWN_LIMIT) if min_replicas < limit else (min_replicas, TOO_FEW)
             if desired < lowest:
                 return lowest, reason
@@ -152,29 +152,26 @@ class Stabilizer:
         removed = sum(change for when, change in history.scale_downs if when > cutoff)
         return current - added + removed
 
-    def _scale_up_limit(self, current: int, history: _History, rules: dict[str, Any]) -> int:
+    def _scale_limit(self, current: int, history: _History, rules: dict[str, Any], up: bool) -> int:
+        """The furthest the policies let the replicas move from `current` in one direction (kube's
+        calculateScaleUpLimitWithScalingRules and its scale-down twin): each policy allows `value` pods or
+        percent more (less) than the count at the start of its period; `selectPolicy: Max` takes the policy
+        allowing the biggest change, `Min` the smallest."""
         if rules["selectPolicy"] == "Disabled":
             return current
         proposals = []
         for policy in rules["policies"]:
             start = self._period_start(current, history, float(policy.get("periodSeconds", 0)))
             value = int(policy.get("value", 0))
-            proposals.append(start + value if policy.get("type") == "Pods" else math.ceil(start * (1 + value / 100)))
+            if policy.get("type") == "Pods":
+                proposals.append(start + value if up else start - value)
+            else:
+                proposals.append(math.ceil(start * (1 + value / 100)) if up else int(start * (1 - value / 100)))
         if not proposals:
             return current
-        return min(proposals) if rules["selectPolicy"] == "Min" else max(proposals)
-
-    def _scale_down_limit(self, current: int, history: _History, rules: dict[str, Any]) -> int:
-        if rules["selectPolicy"] == "Disabled":
-            return current
-        proposals = []
-        for policy in rules["policies"]:
-            start = self._period_start(current, history, float(policy.get("periodSeconds", 0)))
-            value = int(policy.get("value", 0))
-            proposals.append(start - value if policy.get("type") == "Pods" else int(start * (1 - value / 100)))
-        if not proposals:
-            return current
-        return max(proposals) if rules["selectPolicy"] == "Min" else min(proposals)
+        biggest_change = max if up else min
+        smallest_change = min if up else max
+        return (smallest_change if rules["selectPolicy"] == "Min" else biggest_change)(proposals)
 
 
 def _bounded(current: int, desired: int, min_replicas: int, max_replicas: int) -> tuple[int, tuple[str, str]]:
