@@ -41,6 +41,7 @@ import yaml
 COMMAND_TIMEOUT = 60.0  # seconds any single command may take; `mkpy up` needs about one
 WAIT_TIMEOUT = 15.0  # seconds a test waits for something to happen in the cluster
 SHARED_CLUSTER = "e2e"
+NODES_CLUSTER = "e2e-nodes"
 VENV_BIN = Path(sys.executable).parent
 
 
@@ -363,9 +364,31 @@ def cluster(mkpy: Mkpy) -> Iterator[KubeCluster]:
         mkpy.delete(SHARED_CLUSTER)
 
 
+@pytest.fixture(scope="session")
+def nodes_cluster(mkpy: Mkpy) -> Iterator[KubeCluster]:
+    """A second shared cluster, with two simulated nodes (`--simulated-nodes 2`: the fake runtime makes pods
+    Running and Ready within a second), for the tests of controllers whose work needs pods to run:
+    rollouts, jobs, endpoints. Tests keep to their own namespaces and must not change the nodes."""
+    try:
+        yield mkpy.up(NODES_CLUSTER, "--nodes", "0", "--simulated-nodes", "2", "--no-switch-context")
+    finally:
+        mkpy.delete(NODES_CLUSTER)
+
+
 @pytest.fixture()
 def namespace(cluster: KubeCluster) -> str:
     """A fresh namespace for one test (left behind: without a namespace controller it could only go Terminating)."""
     name = unique("t")
     cluster.apply_manifest(namespace_manifest(name))
     return name
+
+
+def apply_object(cluster: KubeCluster, namespace: str, obj: dict[str, Any]) -> None:
+    """`kubectl apply` of one object given as a dict."""
+    cluster.kubectl("apply", "-n", namespace, "-f", "-", input=yaml.safe_dump(obj))
+
+
+def rollout_status(cluster: KubeCluster, target: str, namespace: str, timeout: int = 90) -> str:
+    """`kubectl rollout status TARGET` bounded by `timeout` seconds; its output."""
+    return cluster.kubectl("rollout", "status", target, "-n", namespace, f"--timeout={timeout}s",
+                           timeout=timeout + 10).stdout

@@ -8,24 +8,16 @@ ControllerRevisions the DaemonSet controls, and undoes by patching the DaemonSet
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
-import pytest
-import yaml
-
-from tests.e2e.conftest import KubeCluster, Mkpy, namespace_manifest, unique, wait_until
-
-ROLLOUT_TIMEOUT = 90
-
-
-@pytest.fixture(scope="module")
-def two_nodes(mkpy: Mkpy) -> Iterator[KubeCluster]:
-    name = unique("ds")
-    try:
-        yield mkpy.up(name, "--nodes", "0", "--simulated-nodes", "2", "--no-switch-context")
-    finally:
-        mkpy.delete(name)
+from tests.e2e.conftest import (
+    KubeCluster,
+    apply_object,
+    namespace_manifest,
+    rollout_status,
+    unique,
+    wait_until,
+)
 
 
 def daemon_set(image: str) -> dict[str, Any]:
@@ -38,34 +30,25 @@ def daemon_set(image: str) -> dict[str, Any]:
                                                            "command": ["sleep", "3600"]}]}}}}
 
 
-def apply(cluster: KubeCluster, namespace: str, obj: dict[str, Any]) -> None:
-    cluster.kubectl("apply", "-n", namespace, "-f", "-", input=yaml.safe_dump(obj))
-
-
-def rollout_status(cluster: KubeCluster, namespace: str) -> str:
-    return cluster.kubectl("rollout", "status", "daemonset/agent", "-n", namespace,
-                           f"--timeout={ROLLOUT_TIMEOUT}s", timeout=ROLLOUT_TIMEOUT + 10).stdout
-
-
 def images_by_node(cluster: KubeCluster, namespace: str) -> dict[str, str]:
     pods = cluster.kubectl_json("get", "pods", "-n", namespace)["items"]
     return {p["spec"].get("nodeName", ""): p["spec"]["containers"][0]["image"] for p in pods
             if not p["metadata"].get("deletionTimestamp")}
 
 
-def test_rollout_status_history_and_undo(two_nodes: KubeCluster) -> None:
-    cluster = two_nodes
+def test_rollout_status_history_and_undo(nodes_cluster: KubeCluster) -> None:
+    cluster = nodes_cluster
     namespace = unique("ds")
     cluster.apply_manifest(namespace_manifest(namespace))
     nodes = sorted(n["metadata"]["name"] for n in cluster.kubectl_json("get", "nodes")["items"])
     done = 'daemon set "agent" successfully rolled out'
 
-    apply(cluster, namespace, daemon_set("busybox:1.36"))
-    assert done in rollout_status(cluster, namespace)
+    apply_object(cluster, namespace, daemon_set("busybox:1.36"))
+    assert done in rollout_status(cluster, "daemonset/agent", namespace)
     assert images_by_node(cluster, namespace) == dict.fromkeys(nodes, "busybox:1.36")  # one pod per node, bound
 
-    apply(cluster, namespace, daemon_set("busybox:1.37"))
-    assert done in rollout_status(cluster, namespace)
+    apply_object(cluster, namespace, daemon_set("busybox:1.37"))
+    assert done in rollout_status(cluster, "daemonset/agent", namespace)
     wait_until(lambda: images_by_node(cluster, namespace) == dict.fromkeys(nodes, "busybox:1.37"),
                "every node running the new pod")
     status = cluster.kubectl_json("get", "daemonset", "agent", "-n", namespace)["status"]
@@ -79,7 +62,7 @@ def test_rollout_status_history_and_undo(two_nodes: KubeCluster) -> None:
 
     undone = cluster.kubectl("rollout", "undo", "daemonset/agent", "-n", namespace).stdout
     assert "daemonset.apps/agent rolled back" in undone
-    assert done in rollout_status(cluster, namespace)
+    assert done in rollout_status(cluster, "daemonset/agent", namespace)
     wait_until(lambda: images_by_node(cluster, namespace) == dict.fromkeys(nodes, "busybox:1.36"),
                "every node running the rolled-back pod")
     revisions = cluster.kubectl_json("get", "controllerrevisions", "-n", namespace)["items"]

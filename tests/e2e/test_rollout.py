@@ -3,35 +3,25 @@ restart|pause|resume`, `scale`, `get rs` and `describe deployment`, against a cl
 run the pods (the fake runtime makes them Running and Ready within a second), so every rollout completes.
 
 The steps build on each other in one namespace (revision numbers depend on what came before), so they run
-as one ordered story in one module-scoped cluster.
+as one ordered story in one namespace of the shared cluster with simulated nodes.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-from tests.e2e.conftest import KubeCluster, Mkpy, namespace_manifest, unique, wait_until
+from tests.e2e.conftest import KubeCluster, namespace_manifest, unique, wait_until
 
 ROLLOUT_TIMEOUT = "40s"
 
 
 @pytest.fixture(scope="module")
-def cluster_with_nodes(mkpy: Mkpy) -> Iterator[KubeCluster]:
-    name = unique("rollout")
-    try:
-        yield mkpy.up(name, "--nodes", "0", "--simulated-nodes", "2")
-    finally:
-        mkpy.delete(name)
-
-
-@pytest.fixture(scope="module")
-def ns(cluster_with_nodes: KubeCluster) -> str:
+def ns(nodes_cluster: KubeCluster) -> str:
     name = unique("roll")
-    cluster_with_nodes.apply_manifest(namespace_manifest(name))
+    nodes_cluster.apply_manifest(namespace_manifest(name))
     return name
 
 
@@ -64,8 +54,8 @@ class Rollout:
 
 
 @pytest.fixture(scope="module")
-def web(cluster_with_nodes: KubeCluster, ns: str) -> Rollout:
-    rollout = Rollout(cluster_with_nodes, ns)
+def web(nodes_cluster: KubeCluster, ns: str) -> Rollout:
+    rollout = Rollout(nodes_cluster, ns)
     rollout.kubectl("create", "deployment", "web", "--image=nginx:1.27", "--replicas=3")
     return rollout
 

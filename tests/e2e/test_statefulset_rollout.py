@@ -1,30 +1,22 @@
 """`kubectl rollout status|history|undo statefulset/web` against the StatefulSet controller of `mkpy kcm`.
 
-One simulated node runs the pods (the fake CRI runtime: they are Running and Ready as soon as they start).
+The shared cluster's simulated nodes run the pods (the fake CRI runtime: they are Running and Ready as soon as they start).
 kubectl reads the rollout from the set's status (readyReplicas, updatedReplicas, the partition), the history
 from the ControllerRevisions the set controls, and undoes by patching the set with an old revision's data.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
-import pytest
-import yaml
-
-from tests.e2e.conftest import KubeCluster, Mkpy, namespace_manifest, unique, wait_until
-
-ROLLOUT_TIMEOUT = 90
-
-
-@pytest.fixture(scope="module")
-def node_cluster(mkpy: Mkpy) -> Iterator[KubeCluster]:
-    name = unique("sts")
-    try:
-        yield mkpy.up(name, "--nodes", "0", "--simulated-nodes", "1", "--no-switch-context")
-    finally:
-        mkpy.delete(name)
+from tests.e2e.conftest import (
+    KubeCluster,
+    apply_object,
+    namespace_manifest,
+    rollout_status,
+    unique,
+    wait_until,
+)
 
 
 def stateful_set(image: str) -> dict[str, Any]:
@@ -37,31 +29,22 @@ def stateful_set(image: str) -> dict[str, Any]:
                                                            "command": ["sleep", "3600"]}]}}}}
 
 
-def apply(cluster: KubeCluster, namespace: str, obj: dict[str, Any]) -> None:
-    cluster.kubectl("apply", "-n", namespace, "-f", "-", input=yaml.safe_dump(obj))
-
-
-def rollout_status(cluster: KubeCluster, namespace: str) -> str:
-    return cluster.kubectl("rollout", "status", "statefulset/web", "-n", namespace,
-                           f"--timeout={ROLLOUT_TIMEOUT}s", timeout=ROLLOUT_TIMEOUT + 10).stdout
-
-
 def pod_images(cluster: KubeCluster, namespace: str) -> dict[str, str]:
     pods = cluster.kubectl_json("get", "pods", "-n", namespace)["items"]
     return {p["metadata"]["name"]: p["spec"]["containers"][0]["image"] for p in pods
             if not p["metadata"].get("deletionTimestamp")}
 
 
-def test_rollout_status_history_and_undo(node_cluster: KubeCluster) -> None:
-    cluster = node_cluster
+def test_rollout_status_history_and_undo(nodes_cluster: KubeCluster) -> None:
+    cluster = nodes_cluster
     namespace = unique("sts")
     cluster.apply_manifest(namespace_manifest(namespace))
-    apply(cluster, namespace, stateful_set("busybox:1.36"))
-    assert "partitioned roll out complete: 3 new pods have been updated..." in rollout_status(cluster, namespace)
+    apply_object(cluster, namespace, stateful_set("busybox:1.36"))
+    assert "partitioned roll out complete: 3 new pods have been updated..." in rollout_status(cluster, "statefulset/web", namespace)
     assert pod_images(cluster, namespace) == dict.fromkeys(["web-0", "web-1", "web-2"], "busybox:1.36")
 
-    apply(cluster, namespace, stateful_set("busybox:1.37"))
-    assert "partitioned roll out complete: 3 new pods have been updated..." in rollout_status(cluster, namespace)
+    apply_object(cluster, namespace, stateful_set("busybox:1.37"))
+    assert "partitioned roll out complete: 3 new pods have been updated..." in rollout_status(cluster, "statefulset/web", namespace)
     wait_until(lambda: set(pod_images(cluster, namespace).values()) == {"busybox:1.37"}, "every pod updated")
     status = cluster.kubectl_json("get", "statefulset", "web", "-n", namespace)["status"]
     assert status["currentRevision"] == status["updateRevision"] and status["updatedReplicas"] == 3
@@ -74,7 +57,7 @@ def test_rollout_status_history_and_undo(node_cluster: KubeCluster) -> None:
 
     undone = cluster.kubectl("rollout", "undo", "statefulset/web", "-n", namespace).stdout
     assert "statefulset.apps/web rolled back" in undone
-    assert "partitioned roll out complete: 3 new pods have been updated..." in rollout_status(cluster, namespace)
+    assert "partitioned roll out complete: 3 new pods have been updated..." in rollout_status(cluster, "statefulset/web", namespace)
     wait_until(lambda: set(pod_images(cluster, namespace).values()) == {"busybox:1.36"}, "every pod rolled back")
     revisions = cluster.kubectl_json("get", "controllerrevisions", "-n", namespace)["items"]
     assert sorted(r["revision"] for r in revisions) == [2, 3]  # revision 1 came back as 3, not as a copy

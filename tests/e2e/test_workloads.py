@@ -2,7 +2,7 @@
 Endpoints and EndpointSlices, deleting a Deployment with each cascade, deleting a namespace, and a node whose
 kubelet stops (the node lifecycle and taint-eviction controllers).
 
-Two simulated nodes run the pods (`mkpy up --nodes 0 --simulated-nodes 2`, one cluster for the module). Their
+The shared cluster with two simulated nodes runs the pods (`nodes_cluster`, tests/e2e/conftest.py). Their
 fake runtime runs no processes: a container "exits" when its pod's annotations say so
 (`fake.cri.mkpy.dev/run-seconds.<container>` and `exit-code.<container>`), which is how a Job's pods finish
 here; without them a container runs forever. Rollouts and `--cascade` on ConfigMaps have their own modules
@@ -50,25 +50,16 @@ GRACE = 15  # --node-monitor-grace-period of the stopped-kubelet test: above the
 
 
 @pytest.fixture(scope="module")
-def two_nodes(mkpy: Mkpy) -> Iterator[KubeCluster]:
+def ns(nodes_cluster: KubeCluster) -> str:
     name = unique("work")
-    try:
-        yield mkpy.up(name, "--nodes", "0", "--simulated-nodes", "2", "--no-switch-context")
-    finally:
-        mkpy.delete(name)
-
-
-@pytest.fixture(scope="module")
-def ns(two_nodes: KubeCluster) -> str:
-    name = unique("work")
-    two_nodes.apply_manifest(namespace_manifest(name))
+    nodes_cluster.apply_manifest(namespace_manifest(name))
     return name
 
 
 @pytest.fixture(scope="module")
-def tick(two_nodes: KubeCluster, ns: str) -> float:
+def tick(nodes_cluster: KubeCluster, ns: str) -> float:
     """The CronJob `tick`, every minute; returns when it was created (time.monotonic())."""
-    two_nodes.apply_manifest(yaml.safe_dump({
+    nodes_cluster.apply_manifest(yaml.safe_dump({
         "apiVersion": "batch/v1", "kind": "CronJob", "metadata": {"name": "tick"},
         "spec": {"schedule": "* * * * *", "jobTemplate": {"spec": job_spec(run_seconds=1)}}}), ns)
     return time.monotonic()
@@ -114,8 +105,8 @@ def seconds(timestamp: str) -> float:
 # Jobs and CronJobs ------------------------------------------------------------------------------------
 
 
-def test_a_job_runs_its_pods_to_completion(two_nodes: KubeCluster, ns: str, tick: float) -> None:
-    cluster = two_nodes
+def test_a_job_runs_its_pods_to_completion(nodes_cluster: KubeCluster, ns: str, tick: float) -> None:
+    cluster = nodes_cluster
     cluster.apply_manifest(job("count", completions=3, parallelism=2), ns)
     wait_condition(cluster, ns, "job/count", "complete")
 
@@ -135,8 +126,8 @@ def test_a_job_runs_its_pods_to_completion(two_nodes: KubeCluster, ns: str, tick
     assert {p["metadata"]["ownerReferences"][0]["uid"] for p in pods} == {found["metadata"]["uid"]}
 
 
-def test_a_job_whose_pods_keep_failing_fails_at_its_backoff_limit(two_nodes: KubeCluster, ns: str) -> None:
-    cluster = two_nodes
+def test_a_job_whose_pods_keep_failing_fails_at_its_backoff_limit(nodes_cluster: KubeCluster, ns: str) -> None:
+    cluster = nodes_cluster
     cluster.apply_manifest(job("fail", exit_code=1, run_seconds=0.2, backoffLimit=1), ns)
     wait_condition(cluster, ns, "job/fail", "failed")
 
@@ -151,8 +142,8 @@ def test_a_job_whose_pods_keep_failing_fails_at_its_backoff_limit(two_nodes: Kub
     assert "BackoffLimitExceeded" in reasons
 
 
-def test_create_job_from_a_cron_job(two_nodes: KubeCluster, ns: str, tick: float) -> None:
-    cluster = two_nodes
+def test_create_job_from_a_cron_job(nodes_cluster: KubeCluster, ns: str, tick: float) -> None:
+    cluster = nodes_cluster
     created = cluster.kubectl("create", "job", "by-hand", "--from=cronjob/tick", "-n", ns).stdout
     assert "job.batch/by-hand created" in created
     wait_condition(cluster, ns, "job/by-hand", "complete")
@@ -167,8 +158,8 @@ def test_create_job_from_a_cron_job(two_nodes: KubeCluster, ns: str, tick: float
 # Services ---------------------------------------------------------------------------------------------
 
 
-def test_endpoints_and_slices_list_the_ready_pods_a_service_selects(two_nodes: KubeCluster, ns: str) -> None:
-    cluster = two_nodes
+def test_endpoints_and_slices_list_the_ready_pods_a_service_selects(nodes_cluster: KubeCluster, ns: str) -> None:
+    cluster = nodes_cluster
     never_ready = {"apiVersion": "v1", "kind": "Pod",
                    "metadata": {"name": "ep-unready", "labels": {"app": "ep"},
                                 "annotations": {f"{FAKE}exec-exit-code.app": "1"}},
@@ -230,8 +221,8 @@ def web(cluster: KubeCluster, ns: str, replicas: int = 2) -> dict[str, Any]:
     return dict(rs)
 
 
-def test_deleting_a_deployment_with_orphan_cascade_keeps_its_replica_set_and_pods(two_nodes: KubeCluster) -> None:
-    cluster = two_nodes
+def test_deleting_a_deployment_with_orphan_cascade_keeps_its_replica_set_and_pods(nodes_cluster: KubeCluster) -> None:
+    cluster = nodes_cluster
     ns = unique("orphan")
     cluster.apply_manifest(namespace_manifest(ns))
     rs = web(cluster, ns)
@@ -252,8 +243,8 @@ def test_deleting_a_deployment_with_orphan_cascade_keeps_its_replica_set_and_pod
     assert {p["metadata"]["uid"] for p in pods_of(cluster, ns, "app=web")} == pods_before
 
 
-def test_deleting_a_deployment_in_the_foreground_waits_for_its_pods(two_nodes: KubeCluster) -> None:
-    cluster = two_nodes
+def test_deleting_a_deployment_in_the_foreground_waits_for_its_pods(nodes_cluster: KubeCluster) -> None:
+    cluster = nodes_cluster
     ns = unique("fg")
     cluster.apply_manifest(namespace_manifest(ns))
     web(cluster, ns)
@@ -265,8 +256,8 @@ def test_deleting_a_deployment_in_the_foreground_waits_for_its_pods(two_nodes: K
     assert cluster.kubectl_json("get", "rs,pods", "-n", ns)["items"] == []
 
 
-def test_deleting_a_namespace_removes_everything_in_it(two_nodes: KubeCluster) -> None:
-    cluster = two_nodes
+def test_deleting_a_namespace_removes_everything_in_it(nodes_cluster: KubeCluster) -> None:
+    cluster = nodes_cluster
     ns = unique("gone")
     cluster.apply_manifest(namespace_manifest(ns))
     cluster.apply_manifest(documents(configmap_manifest("settings", {"a": "1"}), configmap_manifest("more"),
@@ -387,8 +378,8 @@ def test_a_stopped_kubelets_pods_are_evicted_after_their_toleration(
 # the CronJob's own schedule (last: it needs up to a minute after the module started) ----------------
 
 
-def test_a_cron_job_creates_a_job_at_the_next_minute(two_nodes: KubeCluster, ns: str, tick: float) -> None:
-    cluster = two_nodes
+def test_a_cron_job_creates_a_job_at_the_next_minute(nodes_cluster: KubeCluster, ns: str, tick: float) -> None:
+    cluster = nodes_cluster
 
     def scheduled() -> list[dict[str, Any]]:
         jobs = cluster.kubectl_json("get", "jobs", "-n", ns)["items"]
