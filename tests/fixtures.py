@@ -7,6 +7,7 @@ the scheduler tests' scheduler never touches the pods the API tests create.
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import Iterator
 
@@ -30,9 +31,15 @@ def api(control_plane: ControlPlane) -> Iterator[httpx.Client]:
 
 
 def new_namespace(api: httpx.Client) -> str:
+    """A new namespace, returned once the controller manager has made its `default` ServiceAccount (pods are
+    refused without it; kube's e2e framework waits for it the same way)."""
     name = f"t-{uuid.uuid4().hex[:8]}"
     r = api.post("/api/v1/namespaces", json={"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
     assert r.status_code == 201, r.text
+    deadline = time.monotonic() + 30
+    while api.get(f"/api/v1/namespaces/{name}/serviceaccounts/default").status_code != 200:
+        assert time.monotonic() < deadline, f"namespace {name} got no default ServiceAccount in 30 s"
+        time.sleep(0.05)
     return name
 
 

@@ -12,6 +12,7 @@ Each test works in its own namespace of the session's shared cluster.
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -220,6 +221,19 @@ def retry_on_conflict(read: Callable[[], Any], write: Callable[[Any], Any], atte
     return write(read())
 
 
+def settled_deployment(apps: client.AppsV1Api, name: str, ns: str) -> Any:
+    """The deployment once its controllers have stopped writing it (the same resourceVersion 1 s apart)."""
+    previous = apps.read_namespaced_deployment(name, ns)
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        time.sleep(1)
+        current = apps.read_namespaced_deployment(name, ns)
+        if current.metadata.resource_version == previous.metadata.resource_version:
+            return current
+        previous = current
+    raise AssertionError(f"deployment {name} kept changing for 20 s")
+
+
 def test_deployment_create_read_replace_delete(apps: client.AppsV1Api, ns: str) -> None:
     created = apps.create_namespaced_deployment(ns, deployment("web", replicas=2))
     assert created.metadata.generation == 1
@@ -240,8 +254,10 @@ def test_deployment_scale_subresource_reads_and_writes_replicas(apps: client.App
     apps.create_namespaced_deployment(ns, deployment("sc", replicas=1))
     scale = apps.read_namespaced_deployment_scale("sc", ns)
     assert (scale.spec.replicas, scale.status.selector) == (1, "app=sc")
-    scale.spec.replicas = 4
-    apps.replace_namespaced_deployment_scale("sc", ns, scale)
+    def four(current: Any) -> Any:
+        current.spec.replicas = 4
+        return apps.replace_namespaced_deployment_scale("sc", ns, current)
+    retry_on_conflict(lambda: apps.read_namespaced_deployment_scale("sc", ns), four)
     assert apps.read_namespaced_deployment("sc", ns).spec.replicas == 4
 
 
@@ -417,7 +433,7 @@ def test_deployment_json_patch_list_is_sent_as_a_json_patch(apps: client.AppsV1A
 def test_deployment_json_patch_with_a_failing_test_is_422_and_changes_nothing(apps: client.AppsV1Api,
                                                                               ns: str) -> None:
     apps.create_namespaced_deployment(ns, two_container_deployment("guard"))
-    before = apps.read_namespaced_deployment("guard", ns)
+    before = settled_deployment(apps, "guard", ns)
     with pytest.raises(ApiException) as raised:
         apps.patch_namespaced_deployment("guard", ns, [
             {"op": "test", "path": "/spec/replicas", "value": 5},
