@@ -4,7 +4,8 @@ Every `mkpy` command that acts on a cluster starts here: `Cluster.load(name)` (d
 `Cluster.create_or_load(name)` (up). The layout, under `$MKPY_HOME` (default `$XDG_DATA_HOME/mkpy`, i.e.
 `~/.local/share/mkpy`):
 
-    <name>/cluster.json     ports chosen on the first `mkpy up`, and where the context was merged
+    <name>/cluster.json     ports chosen on the first `mkpy up`, where the context was merged, and the
+                            components' extra flags (`mkpy up --extra-config kcm.node-monitor-grace-period=10s`)
     <name>/kubeconfig       standalone admin kubeconfig (`mkpy kubeconfig` prints its path)
     <name>/kubeconfigs/     one per component identity: controller-manager.conf, scheduler.conf,
                             cloud-controller-manager.conf, kubelet-<node>.conf
@@ -32,7 +33,7 @@ import random
 import re
 import socket
 from collections.abc import Callable, Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -73,6 +74,7 @@ class Ports:
     apiserver: int
     scheduler: int = 0  # its /healthz; 0 in clusters made before the scheduler existed, chosen on next up
     kcm: int = 0  # the controller manager's /healthz; 0 in clusters made before it existed
+    ccm: int = 0  # the cloud controller manager's /healthz; 0 in clusters made before it existed
 
 
 @dataclass
@@ -83,6 +85,12 @@ class Cluster:
     dir: Path
     ports: Ports
     kubeconfig_merged_into: str = ""  # the user kubeconfig our context went into, for `mkpy delete`
+    extra_config: dict[str, dict[str, str]] = field(default_factory=dict)  # component -> flag -> value
+
+    def extra_args(self, component: str) -> list[str]:
+        """The `--flag=value` arguments `--extra-config` gave `component` (every kubelet-<node> is "kubelet")."""
+        kind = "kubelet" if component.startswith("kubelet-") else component
+        return [f"--{flag}={value}" for flag, value in self.extra_config.get(kind, {}).items()]
 
     @property
     def context_name(self) -> str:
@@ -170,7 +178,7 @@ class Cluster:
     def save(self) -> None:
         self.dir.mkdir(mode=0o700, parents=True, exist_ok=True)
         state = {"name": self.name, "ports": asdict(self.ports),
-                 "kubeconfig_merged_into": self.kubeconfig_merged_into}
+                 "kubeconfig_merged_into": self.kubeconfig_merged_into, "extra_config": self.extra_config}
         tmp = self.dir / ".cluster.json.tmp"
         tmp.write_text(json.dumps(state, indent=2) + "\n")
         os.replace(tmp, self.dir / "cluster.json")
@@ -236,7 +244,8 @@ def _read(cluster_dir: Path) -> Cluster | None:
     try:
         state = json.loads((cluster_dir / "cluster.json").read_text())
         return Cluster(name=state["name"], dir=cluster_dir, ports=Ports(**state["ports"]),
-                       kubeconfig_merged_into=state.get("kubeconfig_merged_into", ""))
+                       kubeconfig_merged_into=state.get("kubeconfig_merged_into", ""),
+                       extra_config={str(k): dict(v) for k, v in (state.get("extra_config") or {}).items()})
     except (OSError, ValueError, KeyError, TypeError):
         return None
 

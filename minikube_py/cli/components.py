@@ -27,7 +27,8 @@ ETCD_READY_TIMEOUT = 10.0  # seconds; etcd with fast elections needs ~60 ms
 APISERVER_READY_TIMEOUT = 30.0  # seconds; generous for a cold disk cache on the first start
 SCHEDULER_READY_TIMEOUT = 10.0  # seconds; it serves /healthz before it has won leader election
 KCM_READY_TIMEOUT = 10.0  # seconds; the same for the controller manager
-COMPONENT_NAMES = ("etcd", "apiserver", "kcm", "scheduler")  # the names control_plane() returns, in start order
+CCM_READY_TIMEOUT = 10.0  # seconds; and for the cloud controller manager
+COMPONENT_NAMES = ("etcd", "apiserver", "kcm", "ccm", "scheduler")  # the names control_plane() returns, in start order
 CORE_COMPONENTS = ("etcd", "apiserver")  # a cluster runs when these do; `mkpy up --without` spares the rest
 SERVICE_ACCOUNT_ISSUER = "https://kubernetes.default.svc.cluster.local"  # as kubeadm sets it
 
@@ -78,6 +79,14 @@ def control_plane(cluster: Cluster, advertise_address: str = "") -> list[Compone
             ready_timeout=KCM_READY_TIMEOUT,
             argv=functools.partial(_kcm_argv, cluster),
             probe=functools.partial(probe_https, HOST, ports.kcm, "/healthz", unverified_tls_context()),
+        ),
+        Component(
+            name="ccm",
+            address=f"https://{HOST}:{ports.ccm}/healthz",
+            ports={"ccm": ports.ccm},
+            ready_timeout=CCM_READY_TIMEOUT,
+            argv=functools.partial(_ccm_argv, cluster),
+            probe=functools.partial(probe_https, HOST, ports.ccm, "/healthz", unverified_tls_context()),
         ),
         Component(
             name="scheduler",
@@ -167,7 +176,20 @@ def _kcm_argv(cluster: Cluster) -> list[str]:
             "--node-cidr-mask-size=24"] if node_set is not None else []
     return [sys.executable, "-m", "minikube_py.cli.main", "kcm",
             f"--kubeconfig={cluster.component_kubeconfig('controller-manager')}", f"--root-ca-file={ca_file}",
-            *ipam, f"--bind-address={HOST}", f"--secure-port={cluster.ports.kcm}", "--leader-elect=true"]
+            *ipam, "--cloud-provider=external", f"--bind-address={HOST}", f"--secure-port={cluster.ports.kcm}",
+            "--leader-elect=true"]
+
+
+def _ccm_argv(cluster: Cluster) -> list[str]:
+    from minikube_py.cli import cloud, nodes  # both build on this module
+
+    node_set = nodes.load(cluster)
+    routes = ["--configure-cloud-routes=true", f"--cluster-cidr={node_set.cluster_cidr}"] if node_set else []
+    return [sys.executable, "-m", "minikube_py.cli.main", "ccm",
+            f"--kubeconfig={cluster.component_kubeconfig('cloud-controller-manager')}",
+            "--cloud-provider=local", f"--cloud-config={cloud.write_cloud_config(cluster)}",
+            f"--cluster-name={cluster.name}", *routes, f"--bind-address={HOST}",
+            f"--secure-port={cluster.ports.ccm}", "--leader-elect=true"]
 
 
 @functools.lru_cache(maxsize=1)

@@ -14,6 +14,7 @@ and the apiserver is started only after etcd answers, so it never begins with a 
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 import time
@@ -24,7 +25,8 @@ from rich.console import Console
 
 from minikube_py.apiserver.options import ServerOptions
 from minikube_py.auth import pki
-from minikube_py.cli import kubeconfig, nodes
+from minikube_py.ccm.cloud.local.instances import STOPPED
+from minikube_py.cli import cloud, kubeconfig, nodes
 from minikube_py.cli.cluster import (
     DEFAULT_NAME,
     Cluster,
@@ -43,6 +45,8 @@ from minikube_py.cli.components import (
 )
 from minikube_py.cli.supervisor import Supervised
 
+EXTRA_CONFIG_COMPONENTS = (*COMPONENT_NAMES, "kubelet")
+EXTRA_CONFIG_FLAG = re.compile(r"[a-z0-9][a-z0-9-]*")
 ADMIN_USER = "kubernetes-admin"
 ADMIN_GROUPS = ("system:masters",)
 APISERVER_KUBELET_CLIENT = "kube-apiserver-kubelet-client"
@@ -54,6 +58,22 @@ COMPONENT_IDENTITIES = (
     ("scheduler", "system:kube-scheduler"),
     ("cloud-controller-manager", "system:cloud-controller-manager"),
 )
+
+
+def _parse_extra_config(ctx: click.Context, param: click.Parameter,
+                        values: tuple[str, ...]) -> dict[str, dict[str, str]]:
+    """`kcm.node-monitor-grace-period=10s` ... as {"kcm": {"node-monitor-grace-period": "10s"}} (minikube's flag)."""
+    parsed: dict[str, dict[str, str]] = {}
+    for value in values:
+        target, equals, flag_value = value.partition("=")
+        component, dot, flag = target.partition(".")
+        if not (equals and dot and flag) or not EXTRA_CONFIG_FLAG.fullmatch(flag):
+            raise click.BadParameter(f"{value!r} is not COMPONENT.FLAG=VALUE (e.g. kcm.node-monitor-grace-period=10s)")
+        if component not in EXTRA_CONFIG_COMPONENTS:
+            raise click.BadParameter(f"{value!r}: unknown component {component!r}; one of "
+                                     f"{', '.join(EXTRA_CONFIG_COMPONENTS)}")
+        parsed.setdefault(component, {})[flag] = flag_value
+    return parsed
 
 
 @click.command()
@@ -69,17 +89,28 @@ COMPONENT_IDENTITIES = (
                    "this only adds.")
 @click.option("--simulated-nodes", type=click.IntRange(0, 1000), default=None,
               help="Nodes on the fake CRI runtime (containers without processes), for scale labs. [default: 0]")
+@click.option("--extra-config", multiple=True, metavar="COMPONENT.FLAG=VALUE", callback=_parse_extra_config,
+              help="A flag for a component (etcd, apiserver, kcm, ccm, scheduler, kubelet: every real node's), "
+                   "e.g. kcm.node-monitor-grace-period=10s; kept for the cluster's later starts, and used when "
+                   "the component next starts. Repeatable.")
 def up(name: str, no_switch_context: bool, without: tuple[str, ...], node_count: int | None,
-       simulated_nodes: int | None) -> None:
+       simulated_nodes: int | None, extra_config: dict[str, dict[str, str]]) -> None:
     """Start a cluster (creating it on first use) and wait until its apiserver and nodes are ready."""
     started = time.monotonic()
     console = Console(highlight=False, soft_wrap=True)
     cluster = Cluster.create_or_load(name)
     with cluster_lock(cluster.dir):
+        if extra_config:
+            for component, flags in extra_config.items():
+                cluster.extra_config.setdefault(component, {}).update(flags)
+            cluster.save()
         advertise_address = host_address()
         node_set, runtime_reason = nodes.plan(cluster, node_count, simulated_nodes)
+        # every node is a VM of the cluster's cloud; one stopped in the cloud console stays down
+        stopped = {name for name, state in cloud.launch(cluster, [node.name for node in node_set.nodes]).items()
+                   if state == STOPPED}
         components = [c for c in control_plane(cluster, advertise_address) if c.name not in without]
-        components += nodes.components(cluster, node_set)
+        components += nodes.components(cluster, node_set, leave_out=stopped)
         was_running = all(component.process(cluster).pid() is not None for component in components)
         if not was_running:
             console.print(f'Starting cluster "{name}" in {cluster.dir}')
@@ -90,14 +121,19 @@ def up(name: str, no_switch_context: bool, without: tuple[str, ...], node_count:
             _report_stop(console, "simulated-nodes", Supervised("simulated-nodes", cluster.dir).stop(), quiet=True)
         merged_into = _write_kubeconfigs(console, cluster, switch_context=not no_switch_context)
         for component in components:
-            _bring_up(console, cluster, component)
-        if node_set.nodes:
-            with console.status(f"Waiting for {len(node_set.nodes)} node(s) to be Ready"):
-                not_ready = nodes.wait_ready_and_label(cluster, node_set)
+            bring_up(console, cluster, component)
+        running = nodes.NodeSet(node_set.cluster_cidr, [n for n in node_set.nodes if n.name not in stopped])
+        if running.nodes:
+            with console.status(f"Waiting for {len(running.nodes)} node(s) to be Ready"):
+                # the CCM removes each new node's uninitialized taint; without it they stay tainted
+                not_ready = nodes.wait_ready_and_label(cluster, running, initialized="ccm" not in without)
             if not_ready:
                 console.print(f"[yellow]![/] not Ready yet: {', '.join(not_ready)} (see `mkpy logs kubelet-NODE`)")
             else:
-                console.print(f"[green]✓[/] {len(node_set.nodes)} node(s) Ready")
+                console.print(f"[green]✓[/] {len(running.nodes)} node(s) Ready")
+        if stopped:
+            console.print(f"  stopped in the cloud, left down: {', '.join(sorted(stopped))} "
+                          f"(`mkpy cloud instance start NODE`)")
         _stop_all(console, cluster.dir, only=without, quiet=True)
     if was_running:
         console.print(f'[green]✓[/] cluster "{name}" is already running at {cluster.apiserver_url}')
@@ -202,7 +238,7 @@ def _write_kubeconfigs(console: Console, cluster: Cluster, *, switch_context: bo
     return target
 
 
-def _bring_up(console: Console, cluster: Cluster, component: Component) -> None:
+def bring_up(console: Console, cluster: Cluster, component: Component) -> None:
     """Start `component` unless it runs already, then wait until its probe says healthy."""
     supervised = component.process(cluster)
     process: subprocess.Popen[bytes] | None = None
@@ -213,7 +249,7 @@ def _bring_up(console: Console, cluster: Cluster, component: Component) -> None:
                 raise click.ClickException(
                     f"port {port} ({what}) on 127.0.0.1 is in use by another process; stop that process, or "
                     f"`mkpy delete --name {cluster.name}` and `mkpy up` again to get new ports")
-        process = supervised.start(component.argv())
+        process = supervised.start(component.argv() + cluster.extra_args(component.name))
     with console.status(f"Waiting for {component.name} at {component.address}"):
         supervised.wait_healthy(component.probe, component.ready_timeout, process)
         if component.after_start is not None:

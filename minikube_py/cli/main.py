@@ -7,8 +7,10 @@ YAML or the certificate code, and `mkpy up` should not pay for the apiserver. On
     lifecycle.py   up, down, delete            status.py   status, list
     access.py      logs, kubeconfig, etcdctl   apiserver.py  apiserver (one module per component)
                                                kcm.py        kcm (the controller manager)
+                                               ccm.py        ccm (the cloud controller manager)
                                                scheduler.py  scheduler, scheduler explain
     image.py       image load                      kubelet.py    kubelet
+    cloud.py       cloud (the local cloud's console)
     crictl.py      crictl (the runtime's view)     fakecri.py    fake-cri (a simulated runtime)
                                                    hollownodes.py  hollow-nodes (many simulated nodes)
 
@@ -34,11 +36,13 @@ COMMANDS = {
     "apiserver": "minikube_py.cli.apiserver:apiserver",
     "scheduler": "minikube_py.cli.scheduler:scheduler",
     "kcm": "minikube_py.cli.kcm:kcm",
+    "ccm": "minikube_py.cli.ccm:ccm",
     "kubelet": "minikube_py.cli.kubelet:kubelet",
     "fake-cri": "minikube_py.cli.fakecri:fake_cri",
     "hollow-nodes": "minikube_py.cli.hollownodes:hollow_nodes",
     "crictl": "minikube_py.cli.crictl:crictl",
     "image": "minikube_py.cli.image:image",
+    "cloud": "minikube_py.cli.cloud:cloud",
 }
 
 

@@ -24,11 +24,13 @@ import contextlib
 import functools
 import hashlib
 import ipaddress
+import itertools
 import json
 import os
 import shutil
 import sys
 import time
+from collections.abc import Collection
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -46,6 +48,7 @@ RUNTIME_READY_TIMEOUT = 15.0
 KUBELET_READY_TIMEOUT = 20.0
 NODES_READY_TIMEOUT = 30.0
 CONTROL_PLANE_ROLE = "node-role.kubernetes.io/control-plane"
+UNINITIALIZED_TAINT = "node.cloudprovider.kubernetes.io/uninitialized"
 MAX_SOCKET_PATH = 100  # bytes; a unix socket path holds 107 and containerd appends ".ttrpc"
 SHORT_SOCKET_ROOT = Path("/run/mkpy")
 
@@ -98,19 +101,28 @@ def plan(cluster: Cluster, count: int | None, simulated: int | None) -> tuple[No
     taken_ports = {port for node in nodes.nodes for port in (node.kubelet_port, node.healthz_port)}
     network = ipaddress.ip_network(nodes.cluster_cidr)
     subnets = list(network.subnets(new_prefix=24))
-    real = [node for node in nodes.nodes if not node.simulated]
-    fake = [node for node in nodes.nodes if node.simulated]
+    # A node terminated in the cloud (`mkpy cloud instance terminate`) leaves a gap: new nodes take the first
+    # free names and pod CIDRs, never a name or range still in use.
+    free_subnets = (subnet for subnet in subnets if str(subnet) not in {node.pod_cidr for node in nodes.nodes})
 
-    def add(name: str, node_runtime: str, is_simulated: bool) -> None:
-        kubelet_port, healthz_port = _free_ports(2, taken_ports)
-        taken_ports.update((kubelet_port, healthz_port))
-        nodes.nodes.append(Node(name, node_runtime, str(subnets[len(nodes.nodes)]), kubelet_port, healthz_port,
-                                is_simulated))
+    def add_up_to(wanted: int, is_simulated: bool, node_runtime: str) -> None:
+        names = {node.name for node in nodes.nodes}
+        have = sum(1 for node in nodes.nodes if node.simulated == is_simulated)
+        for number in itertools.count(1):
+            if have >= wanted:
+                return
+            name = (f"{cluster.name}-sim-{number:03d}" if is_simulated else
+                    cluster.name if number == 1 else f"{cluster.name}-m{number:02d}")
+            if name in names:
+                continue
+            kubelet_port, healthz_port = _free_ports(2, taken_ports)
+            taken_ports.update((kubelet_port, healthz_port))
+            nodes.nodes.append(Node(name, node_runtime, str(next(free_subnets)), kubelet_port, healthz_port,
+                                    is_simulated))
+            have += 1
 
-    for number in range(len(real) + 1, count + 1):
-        add(cluster.name if number == 1 else f"{cluster.name}-m{number:02d}", runtime, False)
-    for number in range(len(fake) + 1, simulated + 1):
-        add(f"{cluster.name}-sim-{number:03d}", "fake", True)
+    add_up_to(count, False, runtime)
+    add_up_to(simulated, True, "fake")
     save(cluster, nodes)
     return nodes, why
 
@@ -152,10 +164,11 @@ def containerd_sockets(cluster_name: str) -> dict[str, str]:
             for node in (nodes.nodes if nodes else []) if node.runtime == "containerd"}
 
 
-def bridge_name(nodes: NodeSet, node: Node) -> str:
-    """The node's CNI bridge: `mk<x>-<i>` from the cluster's 10.<x>.0.0/16 and the node's index (≤ 15 chars)."""
-    second_octet = nodes.cluster_cidr.split(".")[1]
-    return f"mk{second_octet}-{nodes.nodes.index(node)}"
+def bridge_name(node: Node) -> str:
+    """The node's CNI bridge: `mk<x>-<y>` from its pod CIDR 10.<x>.<y>.0/24 (≤ 15 chars, stable when other nodes
+    go)."""
+    _, second_octet, third_octet, _ = node.pod_cidr.split("/")[0].split(".")
+    return f"mk{second_octet}-{third_octet}"
 
 
 def cgroup_root(cluster: Cluster, node: Node) -> str:
@@ -175,7 +188,7 @@ def prepare_containerd(cluster: Cluster, nodes: NodeSet, node: Node) -> None:
 
     layout = containerd_layout(cluster, node)
     layout.socket.parent.mkdir(parents=True, exist_ok=True)
-    containerd.write_config(layout, node.pod_cidr, bridge_name(nodes, node), cgroup_root(cluster, node),
+    containerd.write_config(layout, node.pod_cidr, bridge_name(node), cgroup_root(cluster, node),
                             PAUSE_IMAGE)
     containerd.ensure_host_network(nodes.cluster_cidr)
     builtin_images(images_cache(cluster))
@@ -227,7 +240,8 @@ def kubelet_argv(cluster: Cluster, node: Node) -> list[str]:
             f"--container-runtime-endpoint=unix://{runtime_socket(cluster, node)}",
             f"--root-dir={node_dir(cluster, node) / 'kubelet'}", f"--pod-cidr={node.pod_cidr}",
             f"--node-ip={HOST}", f"--port={node.kubelet_port}", f"--healthz-port={node.healthz_port}",
-            f"--tls-cert-file={cert_file}", f"--tls-private-key-file={key_file}", f"--client-ca-file={ca_file}"]
+            f"--tls-cert-file={cert_file}", f"--tls-private-key-file={key_file}", f"--client-ca-file={ca_file}",
+            "--cloud-provider=external"]  # the cloud-controller-manager initializes the Node (docs/ccm.md)
     if node.runtime == "containerd":
         argv.append(f"--cgroup-root={cgroup_root(cluster, node)}")
     return argv
@@ -289,12 +303,13 @@ def _free_ports(count: int, taken: set[int]) -> list[int]:
     return free_ports(count, taken)
 
 
-def components(cluster: Cluster, nodes: NodeSet) -> list[Component]:
-    """Each node's runtime, then its kubelet, in start order; then one process for all simulated nodes."""
+def components(cluster: Cluster, nodes: NodeSet, leave_out: Collection[str] = ()) -> list[Component]:
+    """Each node's runtime, then its kubelet, in start order (but none for the real nodes named in `leave_out`);
+    then one process for all simulated nodes."""
     result = []
     simulated = [node for node in nodes.nodes if node.simulated]
     for node in nodes.nodes:
-        if node.simulated:
+        if node.simulated or node.name in leave_out:
             continue
         socket_path = runtime_socket(cluster, node)
         outside = not str(socket_path).startswith(str(cluster.dir))
@@ -339,7 +354,8 @@ def _hollow_nodes_argv(cluster: Cluster, simulated: list[Node]) -> list[str]:
     path.parent.mkdir(parents=True, exist_ok=True)
     entries = [{"name": node.name, "kubeconfig": str(cluster.component_kubeconfig(f"kubelet-{node.name}")),
                 "socket": str(runtime_socket(cluster, node)), "pod_cidr": node.pod_cidr,
-                "root_dir": str(node_dir(cluster, node) / "kubelet")} for node in simulated]
+                "root_dir": str(node_dir(cluster, node) / "kubelet"), "cloud_provider": "external"}
+               for node in simulated]
     path.write_text(json.dumps({"nodes": entries}, indent=2) + "\n")
     return [sys.executable, "-m", "minikube_py.cli.main", "hollow-nodes", f"--config={path}"]
 
@@ -383,6 +399,21 @@ def drain(cluster: Cluster, node: Node) -> int:
         return 0
 
 
+def remove_node_host_state(cluster: Cluster, node: Node) -> None:
+    """What one node leaves outside the cluster directory: its bridge and cgroup (containerd), its short socket
+    directory."""
+    from minikube_py.kubelet.runtime import containerd
+
+    if node.runtime == "containerd":
+        with contextlib.suppress(OSError, RuntimeError):
+            containerd.remove_bridge(bridge_name(node))
+        with contextlib.suppress(OSError):
+            containerd.remove_cgroup_tree(cgroup_root(cluster, node))
+    short = socket_dir(cluster, node)
+    if short != node_dir(cluster, node):
+        shutil.rmtree(short, ignore_errors=True)
+
+
 def remove_host_state(cluster: Cluster) -> None:
     """What containerd nodes leave outside the cluster directory: bridges, cgroups, the NAT rule, sockets."""
     from minikube_py.kubelet.runtime import containerd
@@ -391,14 +422,7 @@ def remove_host_state(cluster: Cluster) -> None:
     if nodes is None:
         return
     for node in nodes.nodes:
-        if node.runtime == "containerd":
-            with contextlib.suppress(OSError, RuntimeError):
-                containerd.remove_bridge(bridge_name(nodes, node))
-            with contextlib.suppress(OSError):
-                containerd.remove_cgroup_tree(cgroup_root(cluster, node))
-        short = socket_dir(cluster, node)
-        if short != node_dir(cluster, node):
-            shutil.rmtree(short, ignore_errors=True)
+        remove_node_host_state(cluster, node)
     if any(node.runtime == "containerd" for node in nodes.nodes):
         with contextlib.suppress(OSError, RuntimeError, ValueError):
             containerd.remove_host_network(nodes.cluster_cidr)
@@ -406,10 +430,12 @@ def remove_host_state(cluster: Cluster) -> None:
         containerd.remove_cgroup_tree(f"/mkpy-{_cluster_id(cluster)}")
 
 
-def wait_ready_and_label(cluster: Cluster, nodes: NodeSet, timeout: float = NODES_READY_TIMEOUT) -> list[str]:
-    """Wait until every node's Node object says Ready, and give the first node the control-plane role label
-    (as minikube and kind do; a kubelet may not set `node-role.kubernetes.io/*` itself). The nodes that are
-    still not Ready when `timeout` runs out."""
+def wait_ready_and_label(cluster: Cluster, nodes: NodeSet, timeout: float = NODES_READY_TIMEOUT, *,
+                         initialized: bool = True) -> list[str]:
+    """Wait until every node's Node object says Ready (and, with `initialized`, the cloud controller manager
+    has removed its `node.cloudprovider.kubernetes.io/uninitialized` taint), and give the first node the
+    control-plane role label (as minikube and kind do; a kubelet may not set `node-role.kubernetes.io/*`
+    itself). The nodes that are still not ready when `timeout` runs out."""
     import httpx
 
     ca_file, _ = cluster.cert_files("ca")
@@ -423,7 +449,9 @@ def wait_ready_and_label(cluster: Cluster, nodes: NodeSet, timeout: float = NODE
             items = listed.json().get("items", []) if listed.status_code == 200 else []
             ready = {n["metadata"]["name"] for n in items
                      if any(c.get("type") == "Ready" and c.get("status") == "True"
-                            for c in (n.get("status") or {}).get("conditions") or [])}
+                            for c in (n.get("status") or {}).get("conditions") or [])
+                     and not (initialized and any(t.get("key") == UNINITIALIZED_TAINT
+                                                  for t in (n.get("spec") or {}).get("taints") or []))}
             if wanted <= ready or time.monotonic() > deadline:
                 break
             time.sleep(0.2)

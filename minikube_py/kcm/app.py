@@ -24,6 +24,7 @@ import os
 import socket
 from dataclasses import dataclass, field
 
+from minikube_py.client.controllermanager import ControllerDescriptor, ControllerRegistry, RegistryError
 from minikube_py.client.events import EventBroadcaster
 from minikube_py.client.healthz import HealthServer, HealthServerError
 from minikube_py.client.informer import SharedInformerFactory
@@ -34,7 +35,6 @@ from minikube_py.client.rest import RESTClient
 from minikube_py.kcm.clientbuilder import ServiceAccountClientBuilder
 from minikube_py.kcm.context import ControllerContext, ControllerSettings
 from minikube_py.kcm.controllers import descriptors
-from minikube_py.kcm.registry import ControllerDescriptor, ControllerRegistry, RegistryError
 
 LEASE_NAME = "kube-controller-manager"
 log = logging.getLogger("mkpy.kcm")

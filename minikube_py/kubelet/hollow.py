@@ -11,7 +11,8 @@ are refused, as there are no processes behind them.
 
 The node list is a JSON file (`mkpy hollow-nodes --config FILE`), written by `mkpy up --simulated-nodes`:
 
-    {"nodes": [{"name": "...", "kubeconfig": "...", "socket": "...", "pod_cidr": "...", "root_dir": "..."}]}
+    {"nodes": [{"name": "...", "kubeconfig": "...", "socket": "...", "pod_cidr": "...", "root_dir": "...",
+                "cloud_provider": "external"}]}          # cloud_provider optional, as the kubelet's flag
 """
 
 from __future__ import annotations
@@ -52,7 +53,8 @@ def load(path: Path) -> list[HollowNode]:
             config = KubeletConfig(node_name=entry["name"], kubeconfig=entry["kubeconfig"],
                                    container_runtime_endpoint=f"unix://{entry['socket']}",
                                    root_dir=Path(entry["root_dir"]), pod_cidr=entry["pod_cidr"], node_ip="127.0.0.1",
-                                   port=0, healthz_port=0, relist_period=RELIST_PERIOD)
+                                   port=0, healthz_port=0, relist_period=RELIST_PERIOD,
+                                   cloud_provider=entry.get("cloud_provider", ""))
             nodes.append(HollowNode(config, entry["socket"], entry["pod_cidr"]))
         return nodes
     except (OSError, ValueError, KeyError, TypeError) as error:

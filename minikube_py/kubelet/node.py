@@ -15,6 +15,13 @@ lifecycle controller marked the conditions Unknown while the kubelet was stopped
 difference and reports Ready again, instead of waiting for the periodic report. Watching costs nothing while
 the Node does not change, where reading it every tick would cost a request per node every 10 s.
 
+The status is sent as a strategic merge patch of `nodes/status`, as kube's kubelet sends it (kube computes a
+two-way patch from the Node it read to the one it wants; the effect on the fields the kubelet writes is the same).
+A JSON merge patch would replace the `conditions` list whole and so wipe the conditions other writers own, such
+as the route controller's `NetworkUnavailable`; a strategic merge patch merges `conditions` by `type`, so the
+kubelet sends only its own four and the others stay. It also needs no read-modify-write: carrying the others'
+conditions over from the watched Node would lose one written between that read and the patch.
+
 Usage rules: `register()` returns once the Node exists (created by this kubelet or adopted from an earlier run of
 it; labels the kubelet owns are reconciled then); `run()` keeps both heartbeats going until cancelled. API errors
 in a heartbeat are logged and retried on the next tick; they never stop the kubelet.
@@ -97,8 +104,9 @@ class NodeAgent:
         if not (force or due or nodestatus.status_changed(current, status)):
             return False
         was_ready = current is not None and nodestatus.ready(current)
-        # A merge patch replaces lists whole: conditions, addresses and images are always sent complete.
-        node = await self._client.patch(resources.NODES, self.name, {"status": status}, subresource="status")
+        # conditions and addresses merge by type, images are replaced whole (see the module docstring)
+        node = await self._client.patch(resources.NODES, self.name, {"status": status}, patch_type="strategic",
+                                        subresource="status")
         self._remember(node)
         if nodestatus.ready(status) != was_ready:
             ready = nodestatus.ready(status)
@@ -108,13 +116,19 @@ class NodeAgent:
 
     async def _reconcile_existing(self, wanted: dict[str, Any]) -> dict[str, Any]:
         """Re-registration after a restart: keep the Node (its uid, what others set) but bring the labels the
-        kubelet owns and the podCIDR up to date, as kube's `reconcileExistingNode` does."""
+        kubelet owns, the provided-node-ip annotation and the podCIDR up to date, as kube's
+        `reconcileExistingNode` and status setters do (kube writes the annotation with its status patch; our
+        `nodes/status` keeps only status, so it goes with this patch of the Node)."""
         existing = await self._client.get(resources.NODES, self.name)
-        labels = (existing.get("metadata") or {}).get("labels") or {}
+        meta = existing.get("metadata") or {}
+        labels = meta.get("labels") or {}
         patch: dict[str, Any] = {}
         wanted_labels = wanted["metadata"]["labels"]
         if any(labels.get(key) != value for key, value in wanted_labels.items()):
             patch["metadata"] = {"labels": wanted_labels}
+        provided_ip = nodestatus.provided_node_ip(self._config) or None  # None removes a stale one
+        if (meta.get("annotations") or {}).get(nodestatus.PROVIDED_NODE_IP_ANNOTATION) != provided_ip:
+            patch.setdefault("metadata", {})["annotations"] = {nodestatus.PROVIDED_NODE_IP_ANNOTATION: provided_ip}
         if self._config.pod_cidr and not (existing.get("spec") or {}).get("podCIDR"):
             patch["spec"] = {"podCIDR": self._config.pod_cidr, "podCIDRs": [self._config.pod_cidr]}
         if patch:

@@ -2,17 +2,27 @@
 `nodestatus/setters.go`), as pure functions of what the kubelet observed.
 
     machine_info(config)                  what the host offers: cores, memory, disk, boot id, kernel, OS
-    initial_node(config, machine, ...)    the Node to create: labels, taints, podCIDR and a first status
+    initial_node(config, machine, ...)    the Node to create: labels, annotations, taints, podCIDR, a first status
     node_status(observed, previous)       capacity, allocatable, conditions, addresses, nodeInfo, images
 
+The status is what the kubelet owns of the Node's status, sent as a strategic merge patch (node.py). Others
+write there too: the route controller sets the condition `NetworkUnavailable`, the cloud controller manager the
+addresses. So `node_status` holds only the kubelet's own conditions (the patch merges conditions by `type` and
+leaves the others alone), and with `--cloud-provider=external` it takes over the addresses as kube 1.32's kubelet
+does: while the Node has none it reports `InternalIP` from `--node-ip` and `Hostname` (only `Hostname` without
+`--node-ip`), and once the Node has addresses, whoever set them, it leaves them to the cloud controller (the
+status then has no `addresses`). An external kubelet with `--node-ip` also annotates its Node with
+`alpha.kubernetes.io/provided-node-ip`, the address the cloud controller should keep when it sets the Node's.
+
 Usage rules: conditions keep their `lastTransitionTime` while their status stays the same and get a new
-`lastHeartbeatTime` on every report, as kube does; `status_changed` says whether a status differs from the
-Node's current one (as the apiserver holds it) in anything but heartbeat times, which is what decides between
-patching now and waiting for the next periodic report.
+`lastHeartbeatTime` on every report, as kube does; `status_changed` says whether patching a status onto the
+Node's current one (as the apiserver holds it) would change anything but heartbeat times, which is what decides
+between patching now and waiting for the next periodic report.
 """
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import platform
 import uuid
@@ -27,6 +37,7 @@ from minikube_py.kubelet.config import KUBELET_VERSION, KubeletConfig
 
 UNINITIALIZED_TAINT = {"key": "node.cloudprovider.kubernetes.io/uninitialized", "value": "true",
                        "effect": "NoSchedule"}
+PROVIDED_NODE_IP_ANNOTATION = "alpha.kubernetes.io/provided-node-ip"
 
 
 @dataclass(frozen=True)
@@ -99,6 +110,21 @@ def node_labels(config: KubeletConfig) -> dict[str, str]:
     } | config.node_labels
 
 
+def provided_node_ip(config: KubeletConfig) -> str:
+    """The `alpha.kubernetes.io/provided-node-ip` annotation's value: `--node-ip` with an external cloud
+    provider ("" otherwise, and for an unspecified address such as 0.0.0.0, which names no node IP)."""
+    if config.cloud_provider != "external" or not config.node_ip:
+        return ""
+    return "" if ipaddress.ip_address(config.node_ip).is_unspecified else config.node_ip
+
+
+def node_annotations(config: KubeletConfig) -> dict[str, str]:
+    annotations = {"volumes.kubernetes.io/controller-managed-attach-detach": "true"}
+    if provided_node_ip(config):
+        annotations[PROVIDED_NODE_IP_ANNOTATION] = provided_node_ip(config)
+    return annotations
+
+
 def initial_node(config: KubeletConfig, machine: MachineInfo, observed: Observed, now: str) -> dict[str, Any]:
     taints = list(config.register_with_taints)
     if config.cloud_provider == "external":
@@ -111,8 +137,7 @@ def initial_node(config: KubeletConfig, machine: MachineInfo, observed: Observed
         spec["taints"] = taints
     return {
         "apiVersion": "v1", "kind": "Node",
-        "metadata": {"name": config.node_name, "labels": node_labels(config),
-                     "annotations": {"volumes.kubernetes.io/controller-managed-attach-detach": "true"}},
+        "metadata": {"name": config.node_name, "labels": node_labels(config), "annotations": node_annotations(config)},
         "spec": spec,
         "status": node_status(config, machine, observed, None, now),
     }
@@ -120,15 +145,14 @@ def initial_node(config: KubeletConfig, machine: MachineInfo, observed: Observed
 
 def node_status(config: KubeletConfig, machine: MachineInfo, observed: Observed,
                 previous: dict[str, Any] | None, now: str) -> dict[str, Any]:
-    """The Node's status now; `previous` is its current status (conditions keep their transitions)."""
+    """What the kubelet reports of the Node's status now; `previous` is the Node's current status (conditions
+    keep their transitions; with an external cloud provider, addresses already there are left alone)."""
     previous_conditions = {c.get("type"): c for c in (previous or {}).get("conditions") or []}
     status: dict[str, Any] = {
         "capacity": capacity(config, machine),
         "allocatable": allocatable(config, machine),
         "conditions": [_condition(kind, state, reason, message, previous_conditions.get(kind), now)
                        for kind, state, reason, message in _conditions(observed)],
-        "addresses": [{"type": "InternalIP", "address": observed.node_ip or config.node_ip or "127.0.0.1"},
-                      {"type": "Hostname", "address": config.node_name}],
         "daemonEndpoints": {"kubeletEndpoint": {"Port": observed.kubelet_port}},
         "nodeInfo": {
             "machineID": machine.machine_id, "systemUUID": machine.system_uuid, "bootID": machine.boot_id,
@@ -139,12 +163,21 @@ def node_status(config: KubeletConfig, machine: MachineInfo, observed: Observed,
     }
     if observed.images:
         status["images"] = observed.images
+    external = config.cloud_provider == "external"
+    if not (external and (previous or {}).get("addresses")):
+        status["addresses"] = _addresses(config, observed, external)
     return status
 
 
 def status_changed(old: dict[str, Any] | None, new: dict[str, Any]) -> bool:
-    """Whether `new` says anything `old` did not, heartbeat times aside."""
-    return old is None or _without_heartbeats(old) != _without_heartbeats(new)
+    """Whether patching `new` onto `old` would change anything, heartbeat times aside: the fields `new` has,
+    and of the conditions only those of the types `new` reports (the others are not the kubelet's)."""
+    if old is None:
+        return True
+    old_conditions = {c.get("type"): _without_heartbeat(c) for c in old.get("conditions") or []}
+    if any(old_conditions.get(c["type"]) != _without_heartbeat(c) for c in new.get("conditions") or []):
+        return True
+    return any(old.get(key) != value for key, value in new.items() if key != "conditions")
 
 
 def ready(status: dict[str, Any]) -> bool:
@@ -173,9 +206,17 @@ def _condition(kind: str, state: str, reason: str, message: str, previous: dict[
             "reason": reason, "message": message}
 
 
-def _without_heartbeats(status: dict[str, Any]) -> dict[str, Any]:
-    conditions = [{k: v for k, v in c.items() if k != "lastHeartbeatTime"} for c in status.get("conditions") or []]
-    return status | {"conditions": conditions}
+def _addresses(config: KubeletConfig, observed: Observed, external: bool) -> list[dict[str, str]]:
+    """InternalIP and Hostname; with an external cloud provider and no `--node-ip`, only Hostname: the cloud
+    controller will tell the Node's IPs (kube 1.32's setter does not guess one then)."""
+    hostname = {"type": "Hostname", "address": config.node_name}
+    if external and not config.node_ip:
+        return [hostname]
+    return [{"type": "InternalIP", "address": observed.node_ip or config.node_ip or "127.0.0.1"}, hostname]
+
+
+def _without_heartbeat(condition: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in condition.items() if k != "lastHeartbeatTime"}
 
 
 def _ki(size: int) -> str:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from minikube_py.client.controllermanager import ControllerDescriptor, ControllerRegistry, RegistryError
 from minikube_py.kcm.app import registry
-from minikube_py.kcm.registry import ControllerDescriptor, ControllerRegistry, RegistryError
 
 
 def descriptor(name: str, *aliases: str, off: bool = False, cloud: bool = False) -> ControllerDescriptor:

@@ -8,14 +8,18 @@ import copy
 from pathlib import Path
 from typing import Any
 
+from minikube_py.apiserver.patch import MERGE_PATCH, STRATEGIC_MERGE_PATCH, apply_patch
+from minikube_py.client import errors
 from minikube_py.kubelet import nodestatus
 from minikube_py.kubelet.config import KubeletConfig
 from minikube_py.kubelet.node import NodeAgent
-from tests.kcm.fakes import RecordingClient
+from tests.kcm.fakes import Action, RecordingClient
 
 
 class NodeClient(RecordingClient):
-    """Answers a status patch with the patched Node, as the apiserver does."""
+    """Holds one Node and answers as the apiserver does: a create of an existing Node fails, patches are applied
+    with the apiserver's own patch code (a status patch changes only the status, as our `nodes/status` does)
+    and answered with the patched Node."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -23,25 +27,38 @@ class NodeClient(RecordingClient):
 
     async def create(self, resource: Any, body: dict[str, Any], namespace: str | None = None,
                      **options: Any) -> dict[str, Any]:
+        if self.node:
+            raise errors.AlreadyExists({"code": 409, "reason": "AlreadyExists"})
         self.node = await super().create(resource, body, namespace, **options)
+        return copy.deepcopy(self.node)
+
+    async def get(self, resource: Any, name: str, namespace: str | None = None) -> dict[str, Any]:
+        self._record(Action("get", resource.plural, namespace or "", name))
         return copy.deepcopy(self.node)
 
     async def patch(self, resource: Any, name: str, body: Any, namespace: str | None = None,
                     **options: Any) -> dict[str, Any]:
         await super().patch(resource, name, body, namespace, **options)
-        self.node["status"] = copy.deepcopy(body["status"])
+        content_type = STRATEGIC_MERGE_PATCH if options.get("patch_type") == "strategic" else MERGE_PATCH
+        patched = apply_patch(content_type, self.node, body, ("", "v1", "Node"))
+        if options.get("subresource") == "status":
+            self.node["status"] = patched["status"]
+        else:
+            self.node = patched | {"status": self.node["status"]}
         return copy.deepcopy(self.node)
 
 
-async def observe() -> nodestatus.Observed:
-    return nodestatus.Observed(runtime_version="fake://0.1", node_ip="127.0.0.1")
-
-
-async def registered(tmp_path: Path) -> tuple[NodeAgent, NodeClient, list[tuple[str, str, str]]]:
-    client = NodeClient()
+async def registered(tmp_path: Path, client: NodeClient | None = None,
+                     **config: Any) -> tuple[NodeAgent, NodeClient, list[tuple[str, str, str]]]:
+    """A NodeAgent for node sim-1 (`config`: more KubeletConfig fields), registered through `client`."""
+    client = client or NodeClient()
     events: list[tuple[str, str, str]] = []
-    agent = NodeAgent(client, KubeletConfig(node_name="sim-1", root_dir=tmp_path),  # type: ignore[arg-type]
-                      observe, lambda *event: events.append(event))
+    kubelet_config = KubeletConfig(node_name="sim-1", root_dir=tmp_path, **config)
+
+    async def observe() -> nodestatus.Observed:  # the node IP as the kubelet observes it
+        return nodestatus.Observed(runtime_version="fake://0.1", node_ip=kubelet_config.node_ip or "127.0.0.1")
+
+    agent = NodeAgent(client, kubelet_config, observe, lambda *event: events.append(event))  # type: ignore[arg-type]
     await agent.register()
     return agent, client, events
 

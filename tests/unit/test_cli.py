@@ -353,3 +353,32 @@ def test_waiting_too_long_names_the_log(tmp_path):
     finally:
         supervised.stop(timeout=5)
         process.wait(timeout=5)
+
+
+@pytest.mark.parametrize("value, message", [
+    ("kcmgrace", "is not COMPONENT.FLAG=VALUE"),
+    ("kcm.=1", "is not COMPONENT.FLAG=VALUE"),
+    ("kcm.Bad_Flag=1", "is not COMPONENT.FLAG=VALUE"),
+    ("proxy.mode=ipvs", "unknown component 'proxy'"),
+])
+def test_a_malformed_extra_config_is_a_usage_error(value, message):
+    result = mkpy("up", "--extra-config", value)
+    assert result.exit_code == 2
+    assert message in result.output
+    assert list_clusters() == []  # refused before the cluster directory is made
+
+
+def test_extra_config_is_kept_per_component_and_later_values_win():
+    from minikube_py.cli.lifecycle import _parse_extra_config
+
+    parsed = _parse_extra_config(None, None, ("kcm.node-monitor-grace-period=10s", "kubelet.max-pods=20",  # type: ignore[arg-type]
+                                              "kcm.node-monitor-grace-period=12s", "apiserver.v=4"))
+    assert parsed == {"kcm": {"node-monitor-grace-period": "12s"}, "kubelet": {"max-pods": "20"},
+                      "apiserver": {"v": "4"}}
+    cluster = Cluster.create_or_load("dev")
+    cluster.extra_config = parsed
+    cluster.save()
+    loaded = Cluster.load("dev")
+    assert loaded.extra_args("kcm") == ["--node-monitor-grace-period=12s"]
+    assert loaded.extra_args("kubelet-dev-m02") == ["--max-pods=20"]
+    assert loaded.extra_args("scheduler") == []

@@ -369,6 +369,33 @@ def test_service_updates_keep_allocations(case: str, old_spec: dict[str, Any], n
         assert get(new, path) == value, path
 
 
+LB_SPEC = {"type": "LoadBalancer", "externalTrafficPolicy": "Local", "healthCheckNodePort": 31000,
+           "allocateLoadBalancerNodePorts": True, "loadBalancerClass": "example.com/lb",
+           "ports": [{"name": "http", "port": 80, "nodePort": 30080}]}
+
+
+def test_a_type_change_drops_the_fields_only_the_old_type_used() -> None:
+    old = defaulted(SERVICES, service(**copy.deepcopy(LB_SPEC)))
+    new = copy.deepcopy(old)
+    new["spec"]["type"] = "ClusterIP"  # what `kubectl patch -p '{"spec":{"type":"ClusterIP"}}'` sends on
+    prepare_for_update(SERVICES, new, old)
+    spec = new["spec"]
+    assert "nodePort" not in spec["ports"][0]
+    for field in ("healthCheckNodePort", "externalTrafficPolicy", "allocateLoadBalancerNodePorts", "loadBalancerClass"):
+        assert field not in spec, field
+
+
+def test_a_type_change_keeps_what_the_client_changed_with_it() -> None:
+    old = defaulted(SERVICES, service(**copy.deepcopy(LB_SPEC)))
+    new = copy.deepcopy(old)
+    new["spec"].update(type="NodePort", externalTrafficPolicy="Cluster")
+    new["spec"]["ports"][0]["nodePort"] = 30081
+    prepare_for_update(SERVICES, new, old)
+    assert new["spec"]["ports"][0]["nodePort"] == 30081  # NodePort still needs it: never dropped
+    assert new["spec"]["externalTrafficPolicy"] == "Cluster"
+    assert "healthCheckNodePort" not in new["spec"] and "loadBalancerClass" not in new["spec"]
+
+
 def test_namespace_finalizers_only_change_through_finalize() -> None:
     namespaces = res("", "v1", "namespaces")
     new = {"metadata": {"name": "dev"}, "spec": {"finalizers": []}}

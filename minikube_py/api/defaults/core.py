@@ -52,6 +52,8 @@ def service_on_update(new: dict[str, Any], old: dict[str, Any]) -> None:
     to release them, so kube copies them from the old object first.
     """
     spec, before = child(new, "spec"), child(old, "spec", create=False)
+    if spec.get("type") != before.get("type"):
+        _drop_type_dependent_fields(spec, before)
     if "ExternalName" not in (spec.get("type"), before.get("type")):
         if not spec.get("clusterIP") and before.get("clusterIP"):
             spec["clusterIP"] = before["clusterIP"]
@@ -69,6 +71,28 @@ def service_on_update(new: dict[str, Any], old: dict[str, Any]) -> None:
     if spec.get("clusterIP") != before.get("clusterIP") and spec.get("clusterIPs") == before.get("clusterIPs"):
         # A client that only knows the singular field changed it: follow it in the plural one.
         spec["clusterIPs"] = [spec["clusterIP"]] if spec.get("clusterIP") else []
+
+
+def _drop_type_dependent_fields(spec: dict[str, Any], before: dict[str, Any]) -> None:
+    """A type change drops what only the old type used, if the client left it as it was: `kubectl patch svc web
+    -p '{"spec":{"type":"ClusterIP"}}'` on a LoadBalancer must not fail over its node ports or traffic policy.
+    A value the client changed in the same request is kept (and validated)."""
+    def unchanged(field: str) -> bool:
+        return spec.get(field) == before.get(field)
+
+    if _needs_node_ports(before) and not _needs_node_ports(spec):
+        previous = {p.get("name", ""): p.get("nodePort") for p in dicts(before, "ports")}
+        if all(port.get("nodePort") == previous.get(port.get("name", "")) for port in dicts(spec, "ports")):
+            for port in dicts(spec, "ports"):
+                port.pop("nodePort", None)
+    if _needs_health_check(before) and not _needs_health_check(spec) and unchanged("healthCheckNodePort"):
+        spec.pop("healthCheckNodePort", None)
+    if not externally_accessible(spec) and unchanged("externalTrafficPolicy"):
+        spec.pop("externalTrafficPolicy", None)
+    if before.get("type") == "LoadBalancer" and spec.get("type") != "LoadBalancer":
+        for field in ("allocateLoadBalancerNodePorts", "loadBalancerClass"):
+            if unchanged(field):
+                spec.pop(field, None)
 
 
 def _needs_node_ports(spec: dict[str, Any]) -> bool:

@@ -124,6 +124,21 @@ _CLUSTER_ROLES: dict[str, tuple[list[dict[str, Any]], dict[str, str], dict[str, 
         rule("create", CORE, "serviceaccounts/token"),
     ], {}, None),
     "system:kube-dns": ([rule("list watch", CORE, "endpoints services")], {}, None),
+    # kube ships this role with the cloud-controller-manager's manifests rather than in its bootstrap policy;
+    # mkpy bootstraps it so `mkpy ccm` works out of the box. Exactly what the four cloud controllers, the
+    # local cloud's load balancers (endpoints) and leader election use.
+    "system:cloud-controller-manager": ([
+        rule("create patch update", CORE, "events"),
+        rule("*", CORE, "nodes"),
+        rule("patch", CORE, "nodes/status"),
+        rule("list patch update watch", CORE, "services"),
+        rule("patch update", CORE, "services/status"),
+        rule("create", CORE, "serviceaccounts"),
+        rule("get list update watch", CORE, "persistentvolumes"),
+        rule("create get list update watch", CORE, "endpoints"),
+        rule("create", ("coordination.k8s.io",), "leases"),
+        rule("get update", ("coordination.k8s.io",), "leases", "cloud-controller-manager"),
+    ], {}, None),
     "system:kube-scheduler": ([
         EVENTS,
         rule("create", ("coordination.k8s.io",), "leases"),
@@ -212,6 +227,7 @@ _CLUSTER_ROLE_BINDINGS: dict[str, list[tuple[str, str]]] = {
     "system:node-proxier": [("User", "system:kube-proxy")],
     "system:kube-controller-manager": [("User", "system:kube-controller-manager")],
     "system:kube-dns": [("ServiceAccount", "kube-dns")],
+    "system:cloud-controller-manager": [("User", "system:cloud-controller-manager")],
     "system:kube-scheduler": [("User", "system:kube-scheduler")],
     "system:volume-scheduler": [("User", "system:kube-scheduler")],
     "system:node": [],

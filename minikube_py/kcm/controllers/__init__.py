@@ -6,6 +6,7 @@ canonical name, the aliases `--controllers` accepts, the ServiceAccount it acts 
 
 from __future__ import annotations
 
+from minikube_py.client.controllermanager import ControllerDescriptor
 from minikube_py.kcm.controllers.cronjob import CronJobController
 from minikube_py.kcm.controllers.daemonset import DaemonSetController
 from minikube_py.kcm.controllers.deployment import DeploymentController
@@ -26,7 +27,6 @@ from minikube_py.kcm.controllers.serviceaccount import ServiceAccountsController
 from minikube_py.kcm.controllers.statefulset import StatefulSetController
 from minikube_py.kcm.controllers.tainteviction import TaintEvictionController
 from minikube_py.kcm.controllers.ttlafterfinished import TTLAfterFinishedController
-from minikube_py.kcm.registry import ControllerDescriptor
 
 
 def descriptors() -> list[ControllerDescriptor]:

@@ -1,9 +1,13 @@
-"""Which controllers the controller manager knows, and which of them `--controllers` turns on.
+"""Which controllers a controller manager knows, and which of them `--controllers` turns on.
+
+Shared by the kube-controller-manager and the cloud-controller-manager, as kube's `k8s.io/controller-manager`
+library is.
 
 Each controller is described once, in `descriptors()` (kube's `NewControllerDescriptors`): its canonical name
 (`replicaset-controller`), the short aliases `--controllers` also accepts (`replicaset`), the ServiceAccount in
 kube-system whose credentials it acts with (`replicaset-controller`, bound by RBAC's bootstrap policy to
-`system:controller:replicaset-controller`), and the function that builds it from the `ControllerContext`.
+`system:controller:replicaset-controller`; empty in the CCM, whose controllers share its identity), and the
+function that builds it from the manager's context.
 
     registry = ControllerRegistry(descriptors())
     names = registry.enabled(["*", "-podgc"])   # every controller on by default except pod GC
@@ -21,10 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
-
-if TYPE_CHECKING:
-    from minikube_py.kcm.context import ControllerContext
+from typing import Any, Protocol
 
 
 class Controller(Protocol):
@@ -40,7 +41,7 @@ class Controller(Protocol):
 class ControllerDescriptor:
     name: str
     service_account: str  # kube-system/<service_account> is the identity the controller acts with
-    build: Callable[[ControllerContext], Controller]
+    build: Callable[[Any], Controller]  # from the manager's context (kcm's ControllerContext, ccm's CloudControllerContext)
     aliases: tuple[str, ...] = ()
     disabled_by_default: bool = False
     cloud: bool = False  # needs a cloud provider: left to the cloud-controller-manager with "external"
