@@ -165,12 +165,12 @@ class ControlPlane:
 class ChildProcess:
     """A component started as a child process of the tests, its output appended to `log_file`."""
 
-    def __init__(self, argv: list[str], log_file: Path) -> None:
+    def __init__(self, argv: list[str], log_file: Path, env: dict[str, str] | None = None) -> None:
         self.log_file = log_file
         with open(log_file, "ab") as log:
             self.process = subprocess.Popen(argv, stdout=log, stderr=log, stdin=subprocess.DEVNULL,
                                             cwd=Path(__file__).resolve().parents[1],
-                                            env={**os.environ, "PYTHONUNBUFFERED": "1"})
+                                            env={**(env or os.environ), "PYTHONUNBUFFERED": "1"})
 
     def log(self) -> str:
         return self.log_file.read_text(errors="replace")

@@ -189,3 +189,38 @@ def test_bootstrap_policy_is_kube_shaped() -> None:
     assert decide(policy, path(anonymous, "get", "/api"))[0] is Decision.NO_OPINION
     scheduler = UserInfo("system:kube-scheduler", groups=("system:authenticated",))
     assert decide(policy, res(scheduler, "create", "pods", "x", sub="binding"))[0] is Decision.ALLOW
+
+
+CCM = UserInfo("system:cloud-controller-manager", groups=("system:authenticated",))
+
+
+@pytest.mark.parametrize("attributes, allowed", [
+    (res(CCM, "update", "nodes", name="n1"), True),  # the cloud-node controller initializes a node
+    (res(CCM, "delete", "nodes", name="n1"), True),  # the lifecycle controller deletes a node whose VM is gone
+    (res(CCM, "patch", "nodes", name="n1", sub="status"), True),  # addresses, NetworkUnavailable
+    (res(CCM, "update", "nodes", name="n1", sub="status"), False),
+    (res(CCM, "patch", "services", "web", name="web"), True),  # the load-balancer finalizer
+    (res(CCM, "patch", "services", "web", name="web", sub="status"), True),  # status.loadBalancer
+    (res(CCM, "create", "services", "web"), False),
+    (res(CCM, "watch", "endpoints"), True),  # the local cloud's load balancers follow the endpoints
+    (res(CCM, "create", "events", "web"), True),
+    (res(CCM, "update", "leases", "kube-system", "coordination.k8s.io", "cloud-controller-manager"), True),
+    (res(CCM, "update", "leases", "kube-system", "coordination.k8s.io", "kube-controller-manager"), False),
+    (res(CCM, "get", "secrets", "kube-system"), False),
+    (res(CCM, "delete", "pods", "web"), False),
+])
+def test_the_cloud_controller_manager_may_do_exactly_what_its_controllers_need(attributes, allowed) -> None:
+    policy = Policy.build([], bootstrap.cluster_roles(), [], bootstrap.cluster_role_bindings())
+    assert (decide(policy, attributes)[0] is Decision.ALLOW) is allowed
+
+
+def test_the_cloud_controller_manager_role_is_the_documented_one() -> None:
+    role = {r["metadata"]["name"]: r for r in bootstrap.cluster_roles()}["system:cloud-controller-manager"]
+    granted = {(resource, verb) for rule in role["rules"] for resource in rule["resources"] for verb in rule["verbs"]}
+    assert granted == {
+        *(("events", v) for v in ("create", "patch", "update")), ("nodes", "*"), ("nodes/status", "patch"),
+        *(("services", v) for v in ("list", "patch", "update", "watch")),
+        *(("services/status", v) for v in ("patch", "update")), ("serviceaccounts", "create"),
+        *(("persistentvolumes", v) for v in ("get", "list", "update", "watch")),
+        *(("endpoints", v) for v in ("create", "get", "list", "update", "watch")),
+        ("leases", "create"), ("leases", "get"), ("leases", "update")}

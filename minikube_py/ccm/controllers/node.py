@@ -279,7 +279,11 @@ def initialized(node: dict[str, Any], metadata: InstanceMetadata) -> dict[str, A
             log.warning("discarding node label %s with kubernetes namespace", key)
         elif key not in labels:
             labels[key] = value
-    spec["taints"] = [taint for taint in spec.get("taints") or [] if taint.get("key") != UNINITIALIZED_TAINT_KEY]
+    taints = [taint for taint in spec.get("taints") or [] if taint.get("key") != UNINITIALIZED_TAINT_KEY]
+    if taints:
+        spec["taints"] = taints
+    else:
+        spec.pop("taints", None)  # as kube's JSON (omitempty): no `taints: []` left behind
     return node
 
 
