@@ -182,3 +182,10 @@ def test_a_plugin_that_cannot_read_its_config_is_one_line(tmp_path: Path, plugin
     result = mkpy_ccm("--cloud-provider=tiny", f"--cloud-config={path}", pythonpath=plugin_path)
     assert result.returncode == 1
     assert "cloud provider 'tiny' could not start: this tiny cloud cannot read its config" in result.stderr
+
+
+def test_every_cloud_controller_has_kubes_event_source() -> None:
+    from minikube_py.ccm.controllers import EVENT_COMPONENTS, descriptors
+
+    assert set(EVENT_COMPONENTS) == {descriptor.name for descriptor in descriptors()}
+    assert EVENT_COMPONENTS["service-lb-controller"] == "service-controller"

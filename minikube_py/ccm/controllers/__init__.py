@@ -13,6 +13,14 @@ from minikube_py.ccm.controllers.route import RouteController
 from minikube_py.ccm.controllers.service import ServiceController
 from minikube_py.client.controllermanager import ControllerDescriptor
 
+# The `source.component` of each controller's events, as kube's cloud controllers name themselves
+EVENT_COMPONENTS = {
+    "cloud-node-controller": "cloud-node-controller",
+    "cloud-node-lifecycle-controller": "cloud-node-lifecycle-controller",
+    "service-lb-controller": "service-controller",
+    "node-route-controller": "route_controller",
+}
+
 
 def descriptors() -> list[ControllerDescriptor]:
     return [
