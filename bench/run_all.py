@@ -14,7 +14,8 @@ import sys
 import time
 
 BENCHMARKS = ("bench_create", "bench_get", "bench_watch", "bench_up", "bench_apply", "bench_security",
-              "scheduler_perf", "pod_startup", "simulated_nodes", "controller_reaction", "deployment_scale")
+              "scheduler_perf", "pod_startup", "simulated_nodes", "controller_reaction", "deployment_scale",
+              "lb_throughput", "ccm_node_init")
 VERDICTS = ("[PASS]", "[MISS]")
 
 

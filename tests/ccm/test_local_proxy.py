@@ -83,11 +83,20 @@ async def test_health_checks_mark_backends_down_and_up_again() -> None:
     async with named_server("a") as a, proxy_to(a, dead) as proxy:
         assert proxy.healthy == [a, dead], "new backends count as healthy until checked"
         await proxy.check_health()
+        assert proxy.healthy == [a, dead], "one failed check may be a lost SYN: not down yet"
+        await proxy.check_health()
         assert proxy.healthy == [a]
         async with named_server("revived", port=dead[1]):
             await proxy.check_health()
             assert proxy.healthy == [a, dead]
             assert {await ask(LB_ADDRESS, proxy.port) for _ in range(2)} == {b"a:hi", b"revived:hi"}
+
+
+async def test_when_every_backend_fails_its_checks_all_are_still_tried() -> None:
+    async with named_server("slow-to-check") as backend, proxy_to(backend) as proxy:
+        proxy.mark(backend, False)  # a wrong verdict, e.g. checks lost under load
+        assert proxy.healthy == []
+        assert await ask(LB_ADDRESS, proxy.port) == b"slow-to-check:hi"  # fail open, as clouds' NLBs do
 
 
 async def test_health_checks_run_every_interval() -> None:

@@ -18,10 +18,12 @@ directions have ended, or at once when either side breaks.
 Which backend. Backends are taken round-robin among the healthy ones. If a backend refuses the connection
 (or is unreachable) it is marked unhealthy at once (a passive check) and the next one is tried; one that does
 not answer within `connect_timeout` is skipped without marking, since a busy server's full accept queue looks
-the same. When none is left the client connection is closed, as a load balancer without healthy targets
-does. An active check runs every `health_check_interval` seconds: a TCP connect with a short timeout to every
-backend, success marks it healthy, failure unhealthy. New backends count as healthy until a check says
-otherwise, so a scale-up takes traffic at once.
+the same. When every backend is unhealthy, all of them are tried ("fail open", as clouds' network load
+balancers do: a wrong health verdict must not take the whole service down); when none answers, the client
+connection is closed. An active check runs every `health_check_interval` seconds: a TCP connect to every
+backend, with a timeout longer than Linux's 1 s SYN resend (a busy server dropping one SYN is not down);
+success marks a backend healthy, `UNHEALTHY_THRESHOLD` failures in a row unhealthy. New backends count as
+healthy until checks say otherwise, so a scale-up takes traffic at once.
 
 Usage rules: create, use and close a proxy on one event loop; `set_backends` may be called at any time and
 affects new connections only (open ones stay where they are, as with a real load balancer's connection
@@ -44,7 +46,8 @@ log = logging.getLogger(__name__)
 Backend = tuple[str, int]  # (ip, port)
 
 CONNECT_TIMEOUT = 3.0  # seconds a backend has to accept a client's connection (Linux resends a lost SYN after 1 s)
-HEALTH_CHECK_TIMEOUT = 1.0  # seconds a backend has to accept a health check's connection
+HEALTH_CHECK_TIMEOUT = 2.5  # seconds a backend has to accept a health check's connection
+UNHEALTHY_THRESHOLD = 2  # active checks failed in a row before a backend is taken out
 
 
 class ListenError(CloudProviderError):
@@ -63,6 +66,7 @@ class TCPProxy:
         self.health_check_timeout = health_check_timeout
         self._backends: list[Backend] = []
         self._unhealthy: set[Backend] = set()
+        self._failed_checks: dict[Backend, int] = {}  # backend -> active checks failed in a row
         self._healthy: list[Backend] = []
         self._next = 0
         self._server: asyncio.Server | None = None
@@ -108,6 +112,7 @@ class TCPProxy:
     def set_backends(self, backends: Iterable[Backend]) -> None:
         self._backends = list(dict.fromkeys(backends))
         self._unhealthy &= set(self._backends)
+        self._failed_checks = {b: n for b, n in self._failed_checks.items() if b in self._backends}
         self._refresh()
 
     def mark(self, backend: Backend, healthy: bool) -> None:
@@ -123,7 +128,7 @@ class TCPProxy:
 
     def candidates(self) -> list[Backend]:
         """The healthy backends in the order a new connection tries them: each connection starts one further."""
-        healthy = self._healthy
+        healthy = self._healthy or self._backends  # fail open when no backend passes its checks
         if not healthy:
             return []
         first = self._next % len(healthy)
@@ -135,7 +140,10 @@ class TCPProxy:
         backends = list(self._backends)
         results = await asyncio.gather(*(self._reachable(backend) for backend in backends))
         for backend, reachable in zip(backends, results, strict=True):
-            self.mark(backend, reachable)
+            failed = 0 if reachable else self._failed_checks.get(backend, 0) + 1
+            self._failed_checks[backend] = failed
+            if reachable or failed >= UNHEALTHY_THRESHOLD:
+                self.mark(backend, reachable)
 
     async def connect(self, pipe: _Pipe) -> None:
         """Pair a newly accepted client connection with a backend connection; close it when none answers."""
