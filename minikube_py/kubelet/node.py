@@ -149,12 +149,14 @@ class NodeAgent:
         return node
 
     async def _status_loop(self) -> None:
+        # at once, then every period: a kubelet restarted on an existing Node (its VM started again) must not
+        # leave it NotReady for one more period
         while True:
-            await asyncio.sleep(self._config.node_status_update_frequency)
             try:
                 await self.update_status()
             except (api_errors.APIStatusError, OSError) as error:
                 log.warning("cannot update node status: %s", error)
+            await asyncio.sleep(self._config.node_status_update_frequency)
 
     async def _lease_loop(self) -> None:
         interval = self._config.node_lease_duration_seconds / 4
