@@ -7,8 +7,6 @@ import os
 import subprocess
 import sys
 import textwrap
-import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -17,8 +15,8 @@ import pytest
 
 from minikube_py.ccm.cloud import registry
 from tests.harness import ChildProcess, ControlPlane, free_port
+from tests.kcm.test_kcm_process import eventually
 
-WAIT = 20.0
 UNINITIALIZED = {"key": "node.cloudprovider.kubernetes.io/uninitialized", "value": "true", "effect": "NoSchedule"}
 
 PLUGIN = '''
@@ -95,17 +93,6 @@ def mkpy_ccm(*flags: str, pythonpath: Path | None = None) -> subprocess.Complete
         env["PYTHONPATH"] = f"{pythonpath}{os.pathsep}{env.get('PYTHONPATH', '')}"
     return subprocess.run([sys.executable, "-m", "minikube_py.cli.main", "ccm", *flags], env=env,
                           capture_output=True, text=True, timeout=30)
-
-
-def eventually(check: Callable[[], Any], what: str, timeout: float = WAIT) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        result = check()
-        if result:
-            return result
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.1)
 
 
 def test_the_entry_point_of_an_installed_package_names_a_provider(plugin_path: Path,
