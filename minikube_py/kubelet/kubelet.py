@@ -80,6 +80,7 @@ class Kubelet:
 
     async def run(self) -> None:
         await self._wait_for_runtime()
+        self._node_event("Normal", "Starting", "Starting kubelet.")
         await self.node.register()
         pods = self.informers.informer_for(resources.PODS, field_selector=f"spec.nodeName={self.config.node_name}")
         pods.add_event_handler(FuncHandler(on_add=self._pod_changed, on_update=lambda old, new: self._pod_changed(new),

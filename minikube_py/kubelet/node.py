@@ -58,7 +58,7 @@ class NodeAgent:
         self._client = client
         self._config = config
         self._observe = observe
-        self._event = event  # (type, reason, message) about the Node: NodeReady / NodeNotReady
+        self._event = event  # (type, reason, message) about the Node: NodeReady, NodeHasSufficientMemory, ...
         self.machine = nodestatus.machine_info(config)
         self._reported: dict[str, Any] | None = None  # the Node's status as our last write returned it
         self._reported_at = 0.0
@@ -78,6 +78,7 @@ class NodeAgent:
             try:
                 created = await self._client.create(resources.NODES, node)
                 log.info("registered node %s", self.name)
+                self._condition_events(None, created.get("status") or {})
                 return self._remember(created)
             except api_errors.AlreadyExists:
                 try:
@@ -103,16 +104,16 @@ class NodeAgent:
         due = time.monotonic() - self._reported_at >= self._config.node_status_report_frequency
         if not (force or due or nodestatus.status_changed(current, status)):
             return False
-        was_ready = current is not None and nodestatus.ready(current)
         # conditions and addresses merge by type, images are replaced whole (see the module docstring)
         node = await self._client.patch(resources.NODES, self.name, {"status": status}, patch_type="strategic",
                                         subresource="status")
         self._remember(node)
-        if nodestatus.ready(status) != was_ready:
-            ready = nodestatus.ready(status)
-            self._event("Normal", "NodeReady" if ready else "NodeNotReady",
-                        f"Node {self.name} status is now: {'NodeReady' if ready else 'NodeNotReady'}")
+        self._condition_events(current, status)
         return True
+
+    def _condition_events(self, previous: dict[str, Any] | None, status: dict[str, Any]) -> None:
+        for reason in nodestatus.condition_events(previous, status):
+            self._event("Normal", reason, f"Node {self.name} status is now: {reason}")
 
     async def _reconcile_existing(self, wanted: dict[str, Any]) -> dict[str, Any]:
         """Re-registration after a restart: keep the Node (its uid, what others set) but bring the labels the

@@ -180,6 +180,24 @@ def status_changed(old: dict[str, Any] | None, new: dict[str, Any]) -> bool:
     return any(old.get(key) != value for key, value in new.items() if key != "conditions")
 
 
+# The event a kubelet records about its Node when one of its conditions takes a status, as kube's status
+# setters do: at registration (every condition is new) and at every transition (e.g. back from Unknown).
+CONDITION_EVENTS = {
+    ("MemoryPressure", "False"): "NodeHasSufficientMemory", ("MemoryPressure", "True"): "NodeHasInsufficientMemory",
+    ("DiskPressure", "False"): "NodeHasNoDiskPressure", ("DiskPressure", "True"): "NodeHasDiskPressure",
+    ("PIDPressure", "False"): "NodeHasSufficientPID", ("PIDPressure", "True"): "NodeHasInsufficientPID",
+    ("Ready", "True"): "NodeReady", ("Ready", "False"): "NodeNotReady",
+}
+
+
+def condition_events(previous: dict[str, Any] | None, status: dict[str, Any]) -> list[str]:
+    """The event reasons for the kubelet's conditions whose status differs in `status` from `previous` (None: a
+    Node just registered), in the conditions' order."""
+    before = {c.get("type"): c.get("status") for c in (previous or {}).get("conditions") or []}
+    return [CONDITION_EVENTS[(c["type"], c["status"])] for c in status.get("conditions") or []
+            if (c.get("type"), c.get("status")) in CONDITION_EVENTS and before.get(c["type"]) != c["status"]]
+
+
 def ready(status: dict[str, Any]) -> bool:
     return any(c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions") or [])
 

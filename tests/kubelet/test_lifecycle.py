@@ -330,7 +330,8 @@ def test_a_runtime_that_goes_away_makes_the_node_not_ready_until_it_is_back(api:
         events = api.get("/api/v1/namespaces/default/events",
                          params={"fieldSelector": f"involvedObject.name={fake_node.name}"}).json()["items"]
         return {e["reason"] for e in events}
-    eventually(lambda: {"NodeNotReady", "NodeReady"} <= node_event_reasons(), 10, message="the node's events")
+    eventually(lambda: {"Starting", "NodeHasSufficientMemory", "NodeNotReady", "NodeReady"} <= node_event_reasons(),
+               10, message="the node's events")
     # The fake runtime forgot its containers (it keeps no state on disk); the pod is not lost: it runs again,
     # in a new container.
     def rerun() -> bool:

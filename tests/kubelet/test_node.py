@@ -84,8 +84,21 @@ async def test_nothing_is_patched_while_the_apiservers_node_matches(tmp_path: Pa
     assert client.writes("patch") == []
 
 
+NODE_EVENTS = [("Normal", reason, f"Node sim-1 status is now: {reason}")
+               for reason in ("NodeHasSufficientMemory", "NodeHasNoDiskPressure", "NodeHasSufficientPID", "NodeReady")]
+
+
+async def test_a_new_node_records_each_of_its_conditions_as_kubes_kubelet_does(tmp_path: Path) -> None:
+    agent, client, events = await registered(tmp_path)
+    assert events == NODE_EVENTS  # what `kubectl describe node` lists under Events for a new node
+    agent.informer.indexer.add(copy.deepcopy(client.node))
+    await agent.update_status(force=True)
+    assert events == NODE_EVENTS  # a report that changes no condition records nothing
+
+
 async def test_conditions_marked_unknown_by_the_controller_are_reported_again_at_the_next_tick(tmp_path: Path) -> None:
     agent, client, events = await registered(tmp_path)
+    events.clear()
     agent.informer.indexer.add(marked_unknown(client.node))
 
     assert await agent.update_status() is True  # not waiting for the periodic report, a minute away
@@ -94,7 +107,7 @@ async def test_conditions_marked_unknown_by_the_controller_are_reported_again_at
     ready = ready_condition(patch.body["status"])
     assert (ready["status"], ready["reason"]) == ("True", "KubeletReady")
     assert ready["lastTransitionTime"] != "2030-01-01T00:00:00Z"  # Unknown -> True is a transition
-    assert events == [("Normal", "NodeReady", "Node sim-1 status is now: NodeReady")]
+    assert events == NODE_EVENTS  # every condition is back from Unknown
 
     agent.informer.indexer.update(copy.deepcopy(client.node))  # the watch brings the patched Node back
     assert await agent.update_status() is False
