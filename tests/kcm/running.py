@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterable
 from typing import Any
 
-from minikube_py.client.events import EventBroadcaster
+from minikube_py.client.events import CoreEventRecorder, EventBroadcaster
 from minikube_py.client.informer import SharedInformerFactory
 from minikube_py.client.kubeconfig import load_kubeconfig
 from minikube_py.client.rest import RESTClient
@@ -27,12 +27,24 @@ from tests.harness import ControlPlane
 @contextlib.asynccontextmanager
 async def running(control_plane: ControlPlane, *builders: Callable[[ControllerContext], Any],
                   settings: ControllerSettings | None = None, workers: int = 2) -> AsyncIterator[RESTClient]:
+    def context(client: RESTClient, informers: SharedInformerFactory, recorder: CoreEventRecorder) -> ControllerContext:
+        return ControllerContext(client=client, recorder=recorder, informers=informers,
+                                 settings=settings or ControllerSettings())
+
+    async with running_in(control_plane, context, builders, "kcm-test", workers) as client:
+        yield client
+
+
+@contextlib.asynccontextmanager
+async def running_in(control_plane: ControlPlane, context: Callable[..., Any], builders: Iterable[Callable[[Any], Any]],
+                     component: str, workers: int) -> AsyncIterator[RESTClient]:
+    """Run the controllers `builders` make from `context(client, informers, recorder)` (the KCM's or the CCM's
+    context) until the block ends; any controller that failed fails the test."""
     async with RESTClient(load_kubeconfig(str(control_plane.kubeconfig))) as client:
         informers = SharedInformerFactory(client)
         broadcaster = EventBroadcaster(client)
         broadcaster.start_recording_to_sink()
-        ctx = ControllerContext(client=client, recorder=broadcaster.new_core_recorder("kcm-test"),
-                                informers=informers, settings=settings or ControllerSettings())
+        ctx = context(client, informers, broadcaster.new_core_recorder(component))
         controllers = [build(ctx) for build in builders]
         informers.start()
         tasks = [asyncio.create_task(controller.run(workers)) for controller in controllers]
