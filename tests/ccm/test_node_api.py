@@ -20,18 +20,18 @@ SETTINGS = CloudSettings(node_monitor_period=0.2, node_status_update_frequency=0
 
 
 def kubelet_node(name: str) -> dict[str, Any]:
-    """A Node as a kubelet with `--cloud-provider=external` registers it."""
+    """A Node as a kubelet with `--cloud-provider=external` registers it: tainted, Ready, with its own addresses
+    (in the one create, as the kubelet sends them, so nothing races the cloud-node controller's addresses)."""
     return {"apiVersion": "v1", "kind": "Node",
             "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}},
-            "spec": {"taints": [{"key": UNINITIALIZED_TAINT_KEY, "value": "true", "effect": "NoSchedule"}]}}
+            "spec": {"taints": [{"key": UNINITIALIZED_TAINT_KEY, "value": "true", "effect": "NoSchedule"}]},
+            "status": {"conditions": [{"type": "Ready", "status": "True", "reason": "Test"}],
+                       "addresses": [{"type": "InternalIP", "address": "127.0.0.1"},
+                                     {"type": "Hostname", "address": name}]}}
 
 
 async def set_ready(client: RESTClient, name: str, status: str) -> None:
-    addresses = [{"type": "InternalIP", "address": "127.0.0.1"}, {"type": "Hostname", "address": name}]
-    body: dict[str, Any] = {"status": {"conditions": [{"type": "Ready", "status": status, "reason": "Test"}]}}
-    node = await client.get(resources.NODES, name)
-    if not (node.get("status") or {}).get("addresses"):
-        body["status"]["addresses"] = addresses
+    body = {"status": {"conditions": [{"type": "Ready", "status": status, "reason": "Test"}]}}
     await client.patch(resources.NODES, name, body, patch_type="strategic", subresource="status")
 
 
@@ -40,7 +40,6 @@ async def register(client: RESTClient, cloud: FakeCloud, name: str) -> None:
                        addresses=[{"type": "InternalIP", "address": "10.1.2.3"},
                                   {"type": "InternalIP", "address": "10.1.2.4"}])
     await client.create(resources.NODES, kubelet_node(name))
-    await set_ready(client, name, "True")
 
 
 async def node_or_none(client: RESTClient, name: str) -> dict[str, Any] | None:

@@ -84,11 +84,13 @@ async def test_load_balancer_services_are_ensured_updated_and_released(control_p
                 return await get_service(client, namespace, "api") is None and api_lb not in cloud.balancers
             await wait_for(api_is_gone, 10, "the deleted api Service and its load balancer to go")
 
-            events = await client.list(resources.CORE_EVENTS, namespace)
-            reasons = {(e["involvedObject"]["name"], e["reason"]) for e in events["items"]}
-            assert {("web", "EnsuringLoadBalancer"), ("web", "EnsuredLoadBalancer"), ("web", "UpdatedLoadBalancer"),
-                    ("web", "DeletingLoadBalancer"), ("web", "DeletedLoadBalancer"),
-                    ("api", "DeletedLoadBalancer")} <= reasons
+            expected = {("web", "EnsuringLoadBalancer"), ("web", "EnsuredLoadBalancer"), ("web", "UpdatedLoadBalancer"),
+                        ("web", "DeletingLoadBalancer"), ("web", "DeletedLoadBalancer"), ("api", "DeletedLoadBalancer")}
+
+            async def all_events_written() -> bool:  # the recorder writes events in the background
+                events = await client.list(resources.CORE_EVENTS, namespace)
+                return expected <= {(e["involvedObject"]["name"], e["reason"]) for e in events["items"]}
+            await wait_for(all_events_written, 10, f"the events {sorted(expected)}")
         finally:
             for name in nodes:
                 try:
