@@ -20,23 +20,26 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import logging
-import os
-import socket
 from dataclasses import dataclass, field
 
 from minikube_py.ccm.cloud import registry as cloud_registry
 from minikube_py.ccm.cloud.interface import CloudProviderError, Interface
 from minikube_py.ccm.context import CloudControllerContext, CloudSettings
 from minikube_py.ccm.controllers import EVENT_COMPONENTS, descriptors
-from minikube_py.client.controllermanager import ControllerDescriptor, ControllerRegistry, RegistryError
+from minikube_py.client.controllermanager import (
+    ControllerDescriptor,
+    ControllerRegistry,
+    RegistryError,
+    leader_election_config,
+    serve_and_lead,
+)
 from minikube_py.client.events import EventBroadcaster
 from minikube_py.client.healthz import HealthServer, HealthServerError
 from minikube_py.client.informer import SharedInformerFactory
 from minikube_py.client.kubeconfig import ConfigError as KubeconfigError
-from minikube_py.client.kubeconfig import load_kubeconfig, user_agent
-from minikube_py.client.leaderelection import LeaderElectionConfig, run_as_leader
+from minikube_py.client.kubeconfig import load_kubeconfig
+from minikube_py.client.leaderelection import LeaderElectionConfig
 from minikube_py.client.rest import RESTClient
 
 LEASE_NAME = "cloud-controller-manager"
@@ -99,12 +102,10 @@ def cloud_provider(options: Options) -> Interface:
 
 
 def leader_election(options: Options) -> LeaderElectionConfig | None:
-    if not options.leader_elect:
-        return None
     try:
-        return LeaderElectionConfig(lease_name=LEASE_NAME, identity=f"{socket.gethostname()}_{os.getpid()}",
-                                    lease_duration=options.lease_duration, renew_deadline=options.renew_deadline,
-                                    retry_period=options.retry_period)
+        return leader_election_config(LEASE_NAME, leader_elect=options.leader_elect,
+                                      lease_duration=options.lease_duration, renew_deadline=options.renew_deadline,
+                                      retry_period=options.retry_period)
     except ValueError as error:
         raise CloudControllerManagerSetupError(f"invalid leader election settings: {error}") from None
 
@@ -118,22 +119,13 @@ async def run(options: Options) -> None:
         client_config = load_kubeconfig(options.kubeconfig or None)
     except KubeconfigError as error:
         raise CloudControllerManagerSetupError(str(error)) from None
-    client_config = dataclasses.replace(client_config, user_agent=user_agent("cloud-controller-manager"))
-    election_config = dataclasses.replace(client_config,
-                                          user_agent=user_agent("cloud-controller-manager/leader-election"))
     health = HealthServer(options.bind_address, options.secure_port, cert_file=options.tls_cert_file,
-                          key_file=options.tls_private_key_file)
-    async with RESTClient(client_config) as root, RESTClient(election_config) as election_client:
-        if options.secure_port:
-            try:
-                await health.start()
-            except HealthServerError as error:
-                raise CloudControllerManagerSetupError(str(error)) from None
-        try:
-            await run_as_leader(election_client, election,
-                                lambda: run_controllers(root, cloud, enabled, options), logger=log)
-        finally:
-            await health.stop()
+                          key_file=options.tls_private_key_file) if options.secure_port else None
+    try:
+        await serve_and_lead(client_config, "cloud-controller-manager", health, election,
+                             lambda root: run_controllers(root, cloud, enabled, options), log)
+    except HealthServerError as error:
+        raise CloudControllerManagerSetupError(str(error)) from None
 
 
 async def run_controllers(root: RESTClient, cloud: Interface, enabled: list[ControllerDescriptor],

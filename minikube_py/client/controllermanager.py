@@ -1,7 +1,8 @@
 """Which controllers a controller manager knows, and which of them `--controllers` turns on.
 
 Shared by the kube-controller-manager and the cloud-controller-manager, as kube's `k8s.io/controller-manager`
-library is.
+library is: the controller registry below, and the process shape both run (`leader_election_config`,
+`serve_and_lead`).
 
 Each controller is described once, in `descriptors()` (kube's `NewControllerDescriptors`): its canonical name
 (`replicaset-controller`), the short aliases `--controllers` also accepts (`replicaset`), the ServiceAccount in
@@ -23,9 +24,18 @@ never started when `--cloud-provider=external`: the cloud-controller-manager run
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+import dataclasses
+import logging
+import os
+import socket
+from collections.abc import Awaitable, Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, Protocol
+
+from minikube_py.client.healthz import HealthServer
+from minikube_py.client.kubeconfig import ClientConfig, user_agent
+from minikube_py.client.leaderelection import LeaderElectionConfig, run_as_leader
+from minikube_py.client.rest import RESTClient
 
 
 class Controller(Protocol):
@@ -89,3 +99,33 @@ class ControllerRegistry:
             if wanted and descriptor.name not in off and not (descriptor.cloud and external_cloud):
                 chosen.append(descriptor)
         return chosen
+
+
+def leader_election_config(lease_name: str, *, leader_elect: bool, lease_duration: float, renew_deadline: float,
+                           retry_period: float) -> LeaderElectionConfig | None:
+    """The kube-system Lease a controller manager contends for, as this process; None with `--leader-elect=false`.
+    ValueError for timings that cannot work."""
+    if not leader_elect:
+        return None
+    return LeaderElectionConfig(lease_name=lease_name, identity=f"{socket.gethostname()}_{os.getpid()}",
+                                lease_duration=lease_duration, renew_deadline=renew_deadline, retry_period=retry_period)
+
+
+async def serve_and_lead(client_config: ClientConfig, component: str, health: HealthServer | None,
+                         election: LeaderElectionConfig | None, run_controllers: Callable[[RESTClient], Awaitable[None]],
+                         logger: logging.Logger) -> None:
+    """A controller manager's main: serve /healthz, and run `run_controllers(client)` while holding the Lease.
+
+    The Lease is renewed over a client of its own (kube's separate leader-election clientset): a burst of
+    controller writes queued on the shared client must never delay a renewal past the deadline. Raises
+    HealthServerError when /healthz cannot be served; returns when the Lease is lost."""
+    client_config = dataclasses.replace(client_config, user_agent=user_agent(component))
+    election_config = dataclasses.replace(client_config, user_agent=user_agent(f"{component}/leader-election"))
+    async with RESTClient(client_config) as root, RESTClient(election_config) as election_client:
+        if health is not None:
+            await health.start()
+        try:
+            await run_as_leader(election_client, election, lambda: run_controllers(root), logger=logger)
+        finally:
+            if health is not None:
+                await health.stop()

@@ -20,17 +20,21 @@ import asyncio
 import contextlib
 import dataclasses
 import logging
-import os
-import socket
 from dataclasses import dataclass, field
 
-from minikube_py.client.controllermanager import ControllerDescriptor, ControllerRegistry, RegistryError
+from minikube_py.client.controllermanager import (
+    ControllerDescriptor,
+    ControllerRegistry,
+    RegistryError,
+    leader_election_config,
+    serve_and_lead,
+)
 from minikube_py.client.events import EventBroadcaster
 from minikube_py.client.healthz import HealthServer, HealthServerError
 from minikube_py.client.informer import SharedInformerFactory
-from minikube_py.client.kubeconfig import ClientConfig, load_kubeconfig, user_agent
+from minikube_py.client.kubeconfig import ClientConfig, load_kubeconfig
 from minikube_py.client.kubeconfig import ConfigError as KubeconfigError
-from minikube_py.client.leaderelection import LeaderElectionConfig, run_as_leader
+from minikube_py.client.leaderelection import LeaderElectionConfig
 from minikube_py.client.rest import RESTClient
 from minikube_py.kcm.clientbuilder import ServiceAccountClientBuilder
 from minikube_py.kcm.context import ControllerContext, ControllerSettings
@@ -75,12 +79,10 @@ def enabled_controllers(options: Options) -> list[ControllerDescriptor]:
 
 
 def leader_election(options: Options) -> LeaderElectionConfig | None:
-    if not options.leader_elect:
-        return None
     try:
-        return LeaderElectionConfig(lease_name=LEASE_NAME, identity=f"{socket.gethostname()}_{os.getpid()}",
-                                    lease_duration=options.lease_duration, renew_deadline=options.renew_deadline,
-                                    retry_period=options.retry_period)
+        return leader_election_config(LEASE_NAME, leader_elect=options.leader_elect,
+                                      lease_duration=options.lease_duration, renew_deadline=options.renew_deadline,
+                                      retry_period=options.retry_period)
     except ValueError as error:
         raise ControllerManagerSetupError(f"invalid leader election settings: {error}") from None
 
@@ -93,27 +95,16 @@ async def run(options: Options) -> None:
         client_config = load_kubeconfig(options.kubeconfig or None)
     except KubeconfigError as error:
         raise ControllerManagerSetupError(str(error)) from None
-    client_config = dataclasses.replace(client_config, user_agent=user_agent("kube-controller-manager"))
     if not options.settings.root_ca:
         options = dataclasses.replace(options, settings=dataclasses.replace(
             options.settings, root_ca=_kubeconfig_ca(client_config)))
     health = HealthServer(options.bind_address, options.secure_port, cert_file=options.tls_cert_file,
-                          key_file=options.tls_private_key_file)
-    # the Lease is renewed over a client of its own (kube's separate leader-election clientset): a burst of
-    # controller writes queued on the shared client must never delay a renewal past the deadline
-    election_config = dataclasses.replace(client_config,
-                                          user_agent=user_agent("kube-controller-manager/leader-election"))
-    async with RESTClient(client_config) as root, RESTClient(election_config) as election_client:
-        if options.secure_port:
-            try:
-                await health.start()
-            except HealthServerError as error:
-                raise ControllerManagerSetupError(str(error)) from None
-        try:
-            await run_as_leader(election_client, election, lambda: run_controllers(root, enabled, options),
-                                logger=log)
-        finally:
-            await health.stop()
+                          key_file=options.tls_private_key_file) if options.secure_port else None
+    try:
+        await serve_and_lead(client_config, "kube-controller-manager", health, election,
+                             lambda root: run_controllers(root, enabled, options), log)
+    except HealthServerError as error:
+        raise ControllerManagerSetupError(str(error)) from None
 
 
 async def run_controllers(root: RESTClient, enabled: list[ControllerDescriptor], options: Options) -> None:
