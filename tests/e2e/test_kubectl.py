@@ -417,7 +417,15 @@ def test_replace_of_a_deployment_spec_bumps_its_generation(cluster: KubeCluster,
     path = write(tmp_path, "d.yaml", deployment_manifest("gen", image="nginx:1.27"))
     cluster.kubectl("create", "-n", namespace, "-f", str(path))
     write(tmp_path, "d.yaml", deployment_manifest("gen", image="nginx:1.28"))
-    cluster.kubectl("replace", "-n", namespace, "-f", str(path))
+
+    def replaced() -> bool:
+        # kubectl replace reads the live resourceVersion and sends it back, so a status write by the
+        # deployment controller in between is a Conflict, exactly as on a real cluster: a user retries
+        result = cluster.kubectl("replace", "-n", namespace, "-f", str(path), check=False)
+        assert result.returncode == 0 or "Conflict" in result.stderr, result.describe()
+        return result.returncode == 0
+
+    wait_until(replaced, "kubectl replace to succeed")
     got = cluster.kubectl_json("get", "deployment", "gen", "-n", namespace)
     assert got["metadata"]["generation"] == 2
     assert got["spec"]["template"]["spec"]["containers"][0]["image"] == "nginx:1.28"
