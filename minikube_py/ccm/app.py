@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from minikube_py.ccm.cloud import registry as cloud_registry
 from minikube_py.ccm.cloud.interface import CloudProviderError, Interface
 from minikube_py.ccm.context import CloudControllerContext, CloudSettings
-from minikube_py.ccm.controllers import EVENT_COMPONENTS, descriptors
+from minikube_py.ccm.controllers import descriptors
 from minikube_py.client.controllermanager import (
     ControllerDescriptor,
     ControllerRegistry,
@@ -140,7 +140,7 @@ async def run_controllers(root: RESTClient, cloud: Interface, enabled: list[Cont
         log.info("initialized cloud provider %s", cloud.provider_name())
         async with asyncio.TaskGroup() as group:
             for descriptor in enabled:
-                ctx = CloudControllerContext(client=root, recorder=broadcaster.new_core_recorder(EVENT_COMPONENTS[descriptor.name]),
+                ctx = CloudControllerContext(client=root, recorder=broadcaster.new_core_recorder(descriptor.event_component),
                                              informers=informers, cloud=cloud, settings=options.settings)
                 controller = descriptor.build(ctx)
                 workers = options.workers.get(descriptor.workers_flag, descriptor.default_workers)

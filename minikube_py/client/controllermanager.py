@@ -57,6 +57,12 @@ class ControllerDescriptor:
     cloud: bool = False  # needs a cloud provider: left to the cloud-controller-manager with "external"
     workers_flag: str = ""  # the <name> in --concurrent-<name>-syncs, if the controller has workers
     default_workers: int = 1
+    event_source: str = ""  # the `source.component` of its Events when kube's differs from service_account
+
+    @property
+    def event_component(self) -> str:
+        """The component name its Events carry, as kube's controller of that name records them."""
+        return self.event_source or self.service_account
 
 
 class RegistryError(ValueError):

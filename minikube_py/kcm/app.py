@@ -119,7 +119,7 @@ async def run_controllers(root: RESTClient, enabled: list[ControllerDescriptor],
                 broadcaster = EventBroadcaster(client)
                 broadcaster.start_recording_to_sink()
                 broadcasters.append(broadcaster)
-                ctx = ControllerContext(client=client, recorder=broadcaster.new_core_recorder(descriptor.service_account),
+                ctx = ControllerContext(client=client, recorder=broadcaster.new_core_recorder(descriptor.event_component),
                                         informers=informers, settings=options.settings)
                 controller = descriptor.build(ctx)
                 workers = options.workers.get(descriptor.workers_flag, descriptor.default_workers)

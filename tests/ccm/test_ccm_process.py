@@ -172,7 +172,9 @@ def test_a_plugin_that_cannot_read_its_config_is_one_line(tmp_path: Path, plugin
 
 
 def test_every_cloud_controller_has_kubes_event_source() -> None:
-    from minikube_py.ccm.controllers import EVENT_COMPONENTS, descriptors
+    from minikube_py.ccm.controllers import descriptors
 
-    assert set(EVENT_COMPONENTS) == {descriptor.name for descriptor in descriptors()}
-    assert EVENT_COMPONENTS["service-lb-controller"] == "service-controller"
+    sources = {descriptor.name: descriptor.event_component for descriptor in descriptors()}
+    assert sources == {"cloud-node-controller": "cloud-node-controller",
+                       "cloud-node-lifecycle-controller": "cloud-node-lifecycle-controller",
+                       "service-lb-controller": "service-controller", "node-route-controller": "route_controller"}

@@ -57,3 +57,18 @@ def test_every_built_in_controller_acts_as_an_account_rbac_knows() -> None:
 
     for d in registry():
         assert d.service_account in CONTROLLER_ROLES, d.name
+
+
+@pytest.mark.parametrize(("controller", "component"), [
+    ("deployment-controller", "deployment-controller"),
+    ("replicaset-controller", "replicaset-controller"),
+    ("daemonset-controller", "daemonset-controller"),  # acts as kube-system:daemon-set-controller
+    ("endpointslice-controller", "endpoint-slice-controller"),
+    ("garbage-collector-controller", "garbage-collector-controller"),
+    ("disruption-controller", "controllermanager"),
+    ("node-ipam-controller", "cidrAllocator"),
+    ("node-lifecycle-controller", "node-controller"),
+    ("taint-eviction-controller", "taint-eviction-controller"),
+])
+def test_events_carry_the_source_component_kubes_controller_records(controller: str, component: str) -> None:
+    assert registry().get(controller).event_component == component
