@@ -31,7 +31,8 @@ CREATE, UPDATE, DELETE, CONNECT = "CREATE", "UPDATE", "DELETE", "CONNECT"
 class Attributes:
     """One request, as admission plugins see it (kube's `admission.Attributes`).
 
-    `object` is the new object (None for DELETE and CONNECT); mutating plugins change it in place.
+    `object` is the new object (None for DELETE; for CONNECT the options, such as PodExecOptions); mutating
+    plugins change it in place.
     `old_object` is the stored object for UPDATE and DELETE. `kind` is (group, version, kind) of `object`:
     for a subresource it is the subresource's kind (`Scale`, `Binding`, `PodExecOptions`).
     `options` is the CreateOptions/UpdateOptions/DeleteOptions object of the request, for webhooks.

@@ -19,7 +19,9 @@ over SPDY (`streaming.proxy`), whatever the user's client spoke.
 Before any upgrade, the request is checked as kube does: the pod exists (404), the container is one of the
 pod's (400 `container x is not valid for pod y`), the pod is bound (400 `pod x does not have a host
 assigned`), a completed pod takes no exec/attach (400); then exec, attach and portforward go through
-admission as a CONNECT. Authorization already happened in the handler chain (`pods/exec` etc.); a
+admission as a CONNECT, their query decoded into the options object admission sees (PodExecOptions,
+PodAttachOptions, PodPortForwardOptions). Unlike kube, changes a mutating webhook makes to those options are
+not passed on to the kubelet. Authorization already happened in the handler chain (`pods/exec` etc.); a
 WebSocket exec/attach/portforward also needs `create`, as kube 1.32 requires for WebSocket upgrades (which
 arrive as GETs). Failures once the user's connection is upgraded reach the user as a Status on the error
 channel (commands) or text on the port's error stream.
@@ -33,6 +35,7 @@ from typing import Any
 from urllib.parse import quote, urlencode
 
 import httpx
+from starlette.datastructures import QueryParams
 from starlette.requests import HTTPConnection, Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import BaseRoute, Route, WebSocketRoute
@@ -123,13 +126,13 @@ class NodeProxy:
             decision, reason = self.server.authorizer.authorize(attributes)
             if decision is not Decision.ALLOW:
                 raise forbidden(attributes, reason)
-        options = {"kind": CONNECT_KINDS[subresource], "apiVersion": "v1", **dict(conn.query_params)}
+        options = connect_options(subresource, conn.query_params)
         admission = self.server.handler.admitter.for_request(
             "CONNECT", self.server.stores[("", "v1", "pods")], user=user, namespace=namespace, name=name,
-            subresource=subresource, options=options, kind=("", "v1", CONNECT_KINDS[subresource]))
+            subresource=subresource, kind=("", "v1", CONNECT_KINDS[subresource]))
         if admission is not None:
-            await admission.mutate(None, None)
-            await admission.validate(None, None)
+            await admission.mutate(options, None)
+            await admission.validate(options, None)
 
     # pods/log ---------------------------------------------------------------------------------------
 
@@ -248,6 +251,41 @@ def kubelet_endpoint(node: dict[str, Any]) -> str:
         raise errors.bad_request(f'no preferred addresses found; known addresses: {list(addresses.values())}')
     port = status.get("daemonEndpoints", {}).get("kubeletEndpoint", {}).get("Port") or DEFAULT_KUBELET_PORT
     return f"https://{host}:{port}"
+
+
+def connect_options(subresource: str, query: QueryParams) -> dict[str, Any]:
+    """The options of a CONNECT as kube decodes them from the query (PodExecOptions, PodAttachOptions,
+    PodPortForwardOptions, v1): admission sees them as the request's object. Raises APIError (400) for a port
+    that is not a number."""
+    options: dict[str, Any] = {"kind": CONNECT_KINDS[subresource], "apiVersion": "v1"}
+    if subresource == "portforward":
+        ports = [_port(p) for value in query.getlist("ports") for p in value.split(",")]
+        return options | ({"ports": ports} if ports else {})
+
+    def first(key: str) -> str | None:  # a repeated parameter counts by its first value
+        values = query.getlist(key)
+        return values[0] if values else None
+
+    for flag in ("stdin", "stdout", "stderr", "tty"):
+        value = first(flag)
+        if value is not None and value != "0" and value.lower() != "false":  # even "" is true, as in kube
+            options[flag] = True
+    container = first("container")
+    if container:
+        options["container"] = container
+    if subresource == "exec":
+        options["command"] = query.getlist("command") or None  # never omitted, as in kube's JSON
+    return options
+
+
+def _port(value: str) -> int:
+    """A port of `?ports=`: an unsigned 16-bit number, in kube's words when it is not."""
+    if not value.isascii() or not value.isdigit():
+        raise errors.bad_request(f'cannot convert to []int32: strconv.ParseUint: parsing "{value}": invalid syntax')
+    if int(value) > 65535:
+        raise errors.bad_request(f'cannot convert to []int32: strconv.ParseUint: parsing "{value}": value out of '
+                                 "range")
+    return int(value)
 
 
 def _container(pod: dict[str, Any], name: str) -> str:
