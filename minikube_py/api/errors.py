@@ -162,6 +162,14 @@ def stale_update(resource: str, name: str) -> APIError:
                     "latest version and try again")
 
 
+def uid_precondition_failed(resource: str, name: str, key: str, wanted: str, actual: str) -> APIError:
+    """A write whose body names another uid than the stored object's (the object was deleted and
+    recreated meanwhile); kube words it as the storage layer's error wrapped in a Conflict."""
+    return conflict(resource, name, f"StorageError: invalid object, Code: 4, Key: {key}, ResourceVersion: 0, "
+                                    f"AdditionalErrorMsg: Precondition failed: UID in precondition: {wanted}, "
+                                    f"UID in object meta: {actual}")
+
+
 def invalid_object(kind: str, group: str, name: str, errors: list[FieldError]) -> APIError:
     joined = ", ".join(e.describe() for e in errors)
     shown = f'{kind}.{group}' if group else kind

@@ -91,6 +91,34 @@ def test_update_without_resource_version_is_unconditional(api: httpx.Client, nam
     assert r.status_code == 200 and r.json()["data"] == {"a": "9"}
 
 
+def test_update_naming_an_earlier_object_of_the_same_name_conflicts(api: httpx.Client, namespace: str) -> None:
+    url = f"/api/v1/namespaces/{namespace}/configmaps"
+    earlier = api.post(url, json=configmap("again", a="1")).json()
+    api.delete(f"{url}/again")
+    live = api.post(url, json=configmap("again", a="2")).json()
+    body = configmap("again", a="3")
+    body["metadata"]["uid"] = earlier["metadata"]["uid"]  # a PUT built from the deleted object
+    r = api.put(f"{url}/again", json=body)
+    assert r.status_code == 409 and r.json()["reason"] == "Conflict"
+    assert r.json()["message"] == (
+        f'Operation cannot be fulfilled on configmaps "again": StorageError: invalid object, Code: 4, '
+        f"Key: /registry/configmaps/{namespace}/again, ResourceVersion: 0, AdditionalErrorMsg: Precondition "
+        f"failed: UID in precondition: {earlier['metadata']['uid']}, UID in object meta: {live['metadata']['uid']}")
+    assert api.get(f"{url}/again").json()["data"] == {"a": "2"}
+    body["metadata"]["uid"] = live["metadata"]["uid"]
+    assert api.put(f"{url}/again", json=body).status_code == 200
+
+
+def test_a_patch_cannot_change_the_uid(api: httpx.Client, namespace: str) -> None:
+    url = f"/api/v1/namespaces/{namespace}/configmaps"
+    api.post(url, json=configmap("fixed", a="1"))
+    r = api.patch(f"{url}/fixed", content=b'{"metadata":{"uid":"0b0b0b0b-0000-0000-0000-000000000000"}}',
+                  headers={"Content-Type": "application/merge-patch+json"})
+    assert r.status_code == 422 and r.json()["reason"] == "Invalid"
+    assert r.json()["message"] == ('ConfigMap "fixed" is invalid: metadata.uid: Invalid value: '
+                                   '"0b0b0b0b-0000-0000-0000-000000000000": field is immutable')
+
+
 def test_generation_counts_spec_changes_only(api: httpx.Client, namespace: str) -> None:
     url = f"/apis/apps/v1/namespaces/{namespace}/deployments"
     created = api.post(url, json=deployment("gen")).json()
@@ -257,3 +285,22 @@ def test_reads_right_after_writes_see_them(api: httpx.Client, namespace: str) ->
         assert api.get(f"{url}/rw-{i}").json()["data"] == {"v": "2"}
         api.delete(f"{url}/rw-{i}")
         assert api.get(f"{url}/rw-{i}").status_code == 404
+
+
+def test_an_endpointslice_counts_changes_to_its_endpoints_and_labels_as_generations(api: httpx.Client,
+                                                                                     namespace: str) -> None:
+    url = f"/apis/discovery.k8s.io/v1/namespaces/{namespace}/endpointslices"
+    endpoint = {"addresses": ["10.0.0.1"], "conditions": {"ready": True}}
+    created = api.post(url, json={"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+                                  "metadata": {"name": "web-abc", "labels": {"kubernetes.io/service-name": "web"}},
+                                  "addressType": "IPv4", "endpoints": [endpoint]}).json()
+    assert created["metadata"]["generation"] == 1
+
+    def patched(patch: str) -> int:
+        r = api.patch(f"{url}/web-abc", content=patch.encode(), headers={"Content-Type": "application/merge-patch+json"})
+        assert r.status_code == 200, r.text
+        return r.json()["metadata"]["generation"]
+
+    assert patched('{"endpoints":[{"addresses":["10.0.0.2"]}]}') == 2
+    assert patched('{"metadata":{"labels":{"extra":"yes"}}}') == 3
+    assert patched('{"metadata":{"annotations":{"note":"hi"}}}') == 3

@@ -14,6 +14,7 @@ from typing import Any
 from minikube_py.api import names
 from minikube_py.api.errors import FieldError, forbidden, invalid, required
 from minikube_py.api.validation.messages import (
+    IMMUTABLE,
     GoValue,
     as_dict,
     as_list,
@@ -54,6 +55,8 @@ def validate_object_meta(meta: dict[str, Any], namespaced: bool, name_rule: name
 def validate_object_meta_update(new: dict[str, Any], old: dict[str, Any], path: str = "metadata",
                                 kube_finalizers: bool = True) -> list[FieldError]:
     errs: list[FieldError] = []
+    if new.get("uid") != old.get("uid"):
+        errs.append(invalid(f"{path}.uid", new.get("uid"), IMMUTABLE))
     if old.get("deletionTimestamp"):
         added = sorted(set(as_list(new.get("finalizers"))) - set(as_list(old.get("finalizers"))))
         if added:

@@ -50,7 +50,7 @@ class Admission(Protocol):
     async def validate(self, obj: dict[str, Any] | None, old: dict[str, Any] | None) -> None:
         """Run the validating plugins; raises APIError to refuse the request."""
         ...
-_IMMUTABLE_META = ("uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds")
+_IMMUTABLE_META = ("creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds")
 NamespaceCheck = Callable[[str], Awaitable[None]]
 
 
@@ -190,16 +190,18 @@ class ResourceStore:
         self._set_namespace(meta, namespace)
         precondition = str(meta.get("resourceVersion") or "")
         return await self.guaranteed_update(namespace, name, lambda _old: copy.deepcopy(obj),
-                                            precondition=precondition, subresource=subresource,
-                                            dry_run=dry_run, tracker=tracker, admission=admission)
+                                            precondition=precondition, uid=str(meta.get("uid") or ""),
+                                            subresource=subresource, dry_run=dry_run, tracker=tracker,
+                                            admission=admission)
 
     async def guaranteed_update(self, namespace: str, name: str, mutate: Mutation, *, precondition: str = "",
-                                subresource: str = "", dry_run: bool = False,
+                                uid: str = "", subresource: str = "", dry_run: bool = False,
                                 tracker: FieldTracker | None = None,
                                 admission: Admission | None = None) -> dict[str, Any]:
         """Read, apply `mutate` to a copy of the live object, run mutating admission, record the change in
         managedFields for `tracker`'s manager, validate (and run validating admission) and write back; retry
-        on races unless the caller pinned a resourceVersion."""
+        on races unless the caller pinned a resourceVersion. A `uid` precondition (the uid a PUT body
+        carries) must name the live object, not an earlier one of the same name."""
         key = self.key(namespace, name)
         while True:
             kv = await self.storage.get(key)
@@ -208,6 +210,9 @@ class ResourceStore:
             if precondition and precondition != str(kv.mod_revision):
                 raise errors.stale_update(self.resource.group_resource, name)
             old = self.decode(kv)
+            if uid and uid != old["metadata"].get("uid"):
+                raise errors.uid_precondition_failed(self.resource.group_resource, name, key, uid,
+                                                     str(old["metadata"].get("uid") or ""))
             with decoding_errors():
                 new = self._prepare_update(mutate(copy.deepcopy(old)), old, subresource)
             if admission is not None and await admission.mutate(new, old):
@@ -241,6 +246,8 @@ class ResourceStore:
             else:
                 new.pop("status", None)
         new_meta, old_meta = codec.meta(new), old["metadata"]
+        if not new_meta.get("uid"):  # a body without a uid keeps the object's; a different one is refused
+            new_meta["uid"] = old_meta.get("uid")
         for field in _IMMUTABLE_META:
             if field in old_meta:
                 new_meta[field] = old_meta[field]
@@ -262,8 +269,8 @@ class ResourceStore:
         old_gen = old["metadata"].get("generation")
         if not self.strategy.tracks_generation:
             return
-        spec_changed = _spec_of(new) != _spec_of(old)
-        new["metadata"]["generation"] = (old_gen or 0) + (1 if spec_changed else 0)
+        changed = self.strategy.changes_generation(new, old)
+        new["metadata"]["generation"] = (old_gen or 0) + (1 if changed else 0)
 
     async def _write_update(self, key: str, kv: KeyValue, new: dict[str, Any], old: dict[str, Any],
                             subresource: str, dry_run: bool, admission: Admission | None) -> dict[str, Any]:
@@ -353,10 +360,6 @@ def decoding_errors() -> Iterator[None]:
         yield
     except (TypeError, AttributeError, ValueError, KeyError, IndexError) as exc:
         raise errors.bad_request(f"the object provided is unrecognized: a field has the wrong type ({exc})") from None
-
-
-def _spec_of(obj: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in obj.items() if k not in ("metadata", "status", "apiVersion", "kind")}
 
 
 def _waits_for_grace(meta: dict[str, Any]) -> bool:

@@ -5,7 +5,8 @@ status/spec separation, finalizers. A `Strategy` adds what one kind does differe
 
 * `prepare_for_create` resets the status a client sent with a new object (kind-specific starting values,
   such as a Pod's `Pending` phase and QoS class, come from `api/defaults`);
-* `tracks_generation` says whether `metadata.generation` counts spec changes for this kind;
+* `tracks_generation` says whether `metadata.generation` counts changes for this kind, and
+  `changes_generation` which updates count (the spec, for most kinds);
 * `graceful_delete_seconds` decides whether a delete only marks the object (pods on a node get a grace
   period for the kubelet to stop them);
 * `delete_keeps_object` lets a kind keep the object after a delete request (a Namespace stays
@@ -46,6 +47,10 @@ class Strategy:
     @property
     def tracks_generation(self) -> bool:
         return self.resource.group_resource in _GENERATION_TRACKED
+
+    def changes_generation(self, new: dict[str, Any], old: dict[str, Any]) -> bool:
+        """Whether an update is a new generation: the desired state (all but metadata and status) changed."""
+        return desired_state(new) != desired_state(old)
 
     def prepare_for_create(self, obj: dict[str, Any]) -> None:
         if self.resource.has_status():
@@ -115,6 +120,19 @@ class DeploymentStrategy(Strategy):
     status_writable_metadata = ("annotations",)
 
 
+class EndpointSliceStrategy(Strategy):
+    """A slice has no spec and no status: any change to its endpoints, ports or address type, or to its
+    labels (which tie it to its Service and its managing controller), is a new generation."""
+
+    @property
+    def tracks_generation(self) -> bool:
+        return True
+
+    def changes_generation(self, new: dict[str, Any], old: dict[str, Any]) -> bool:
+        return super().changes_generation(new, old) or \
+            new["metadata"].get("labels") != old["metadata"].get("labels")
+
+
 class NodeStrategy(Strategy):
     def prepare_for_create(self, obj: dict[str, Any]) -> None:
         # kubelets register nodes with their capacity and addresses already in status
@@ -171,9 +189,14 @@ STRATEGIES: dict[str, type[Strategy]] = {
     "namespaces": NamespaceStrategy,
     "nodes": NodeStrategy,
     "deployments.apps": DeploymentStrategy,
+    "endpointslices.discovery.k8s.io": EndpointSliceStrategy,
     "persistentvolumeclaims": ClaimStrategy,
     "persistentvolumes": ClaimStrategy,
 }
+
+
+def desired_state(obj: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in obj.items() if k not in ("metadata", "status", "apiVersion", "kind")}
 
 
 def strategy_for(resource: Resource) -> Strategy:
