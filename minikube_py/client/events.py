@@ -12,9 +12,15 @@ Components report what they did ("Scheduled", "FailedScheduling", "LeaderElectio
   memory and are written by the 30-minute heartbeat, by the 6-minute sweep that ends series idle for
   6 minutes (and forgets singletons that old), or at `shutdown()`.
 * `CoreEventRecorder` (client-go `tools/record`) writes core/v1 Events with `source {component, host}`,
-  `firstTimestamp`, `lastTimestamp` and `count`; an identical event (same source, object, type, reason and
-  message; the last 4096 kept) PATCHes the stored one's count, lastTimestamp and message instead of creating
-  another. (client-go's spam filter and similar-message aggregator are not implemented.)
+  `firstTimestamp`, `lastTimestamp` and `count`, through client-go's correlator:
+  - similar events (same source, object, type and reason, different messages) are aggregated: from the
+    10th distinct message within 10 minutes on, they become one event whose message is
+    `(combined from similar events): <latest message>`;
+  - an identical event (same source, object, type, reason and message, or the same aggregate; the last 4096
+    kept) PATCHes the stored one's count, lastTimestamp and message instead of creating another;
+  - a spam filter allows each source and object (and type) 25 writes at once, then one per 5 minutes; what
+    it holds back is not written but still counted, so the next write carries the full count. A ReplicaSet
+    creating 100 pods thus writes 25 times, not 100.
 
 Usage rules: recording never blocks and never raises: a bad reference or type is logged and the event
 dropped, a full buffer (1000) drops with a log line, a server refusal is logged and not retried, an
@@ -52,6 +58,11 @@ FINISH_TIME = 6 * 60.0
 REFRESH_TIME = 30 * 60.0
 MAX_NOTE_BYTES = 1024
 CORE_CACHE_ENTRIES = 4096
+AGGREGATE_MAX_EVENTS = 10  # distinct messages of similar events before they are combined
+AGGREGATE_INTERVAL = 600.0  # seconds after which similar events start counting afresh
+COMBINED_PREFIX = "(combined from similar events): "
+SPAM_BURST = 25  # writes a source may make about one object at once ...
+SPAM_RATE = 1 / 300  # ... and per second after that
 EVENT_TYPES = ("Normal", "Warning")
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _REFERENCE_FIELDS = ("kind", "namespace", "name", "uid", "apiVersion", "resourceVersion", "fieldPath")
@@ -79,6 +90,28 @@ def object_reference(obj: Any) -> dict[str, Any]:
 
 
 @dataclass
+class _Similar:
+    messages: set[str]  # distinct messages of similar events seen (at most AGGREGATE_MAX_EVENTS)
+    last_seen: float
+
+
+@dataclass
+class _TokenBucket:
+    """The spam filter's bucket: SPAM_BURST tokens, refilled at SPAM_RATE a second."""
+
+    tokens: float
+    updated: float
+
+    def take(self, now: float) -> bool:
+        self.tokens = min(SPAM_BURST, self.tokens + (now - self.updated) * SPAM_RATE)
+        self.updated = now
+        if self.tokens < 1:
+            return False
+        self.tokens -= 1
+        return True
+
+
+@dataclass
 class _Series:
     event: dict[str, Any]
     last_seen: float  # clock.now() of the latest occurrence
@@ -95,6 +128,8 @@ class EventBroadcaster:
         self._queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue(max_queued)
         self._series: dict[bytes, _Series] = {}
         self._core_log: OrderedDict[str, dict[str, Any]] = OrderedDict()
+        self._similar: OrderedDict[str, _Similar] = OrderedDict()
+        self._spam: OrderedDict[str, _TokenBucket] = OrderedDict()
         self._tasks: list[asyncio.Task[None]] = []
         self._stopping = False
         self._last_nanos = 0
@@ -218,13 +253,15 @@ class EventBroadcaster:
     # core/v1: the correlator's count -----------------------------------------------------------------------
 
     async def _record_core(self, event: dict[str, Any]) -> None:
-        key = _core_key(event)
+        event, key = self._aggregate(event)
         last = self._core_log.get(key)
         if last is not None:
             event["metadata"]["name"] = last["name"]
             event["firstTimestamp"] = last["firstTimestamp"]
             event["count"] = last["count"] + 1
         self._remember_core(key, event)
+        if not self._spam_allows(event):
+            return
         recorded = await self._attempt(lambda: self._write_core_event(event))
         if recorded is not None:
             self._remember_core(key, recorded)
@@ -241,11 +278,39 @@ class EventBroadcaster:
         return await self.client.create(CORE_EVENTS, event, meta["namespace"])
 
     def _remember_core(self, key: str, event: dict[str, Any]) -> None:
-        self._core_log[key] = {"name": event["metadata"]["name"], "count": event.get("count") or 1,
-                               "firstTimestamp": event.get("firstTimestamp")}
-        self._core_log.move_to_end(key)
-        while len(self._core_log) > CORE_CACHE_ENTRIES:
-            self._core_log.popitem(last=False)
+        _remember(self._core_log, key, {"name": event["metadata"]["name"], "count": event.get("count") or 1,
+                                        "firstTimestamp": event.get("firstTimestamp")})
+
+    def _aggregate(self, event: dict[str, Any]) -> tuple[dict[str, Any], str]:
+        """The event to record and its key in the count cache: the event itself, or, once similar events
+        carried AGGREGATE_MAX_EVENTS distinct messages, the combined event that stands for all of them."""
+        key = _similar_key(event)
+        now = self.clock.now()
+        similar = self._similar.get(key)
+        if similar is None or now - similar.last_seen > AGGREGATE_INTERVAL:
+            similar = _Similar(set(), now)
+        similar.messages.add(event["message"])
+        similar.last_seen = now
+        _remember(self._similar, key, similar)
+        if len(similar.messages) < AGGREGATE_MAX_EVENTS:
+            return event, _core_key(event)
+        similar.messages.pop()  # keep the set at the threshold
+        wall = self.clock.wall()
+        stamp = time_string(wall)
+        ref = event["involvedObject"]
+        combined = {**event, "metadata": {"name": self.event_name(ref["name"], wall),
+                                          "namespace": event["metadata"]["namespace"]},
+                    "message": COMBINED_PREFIX + event["message"], "count": 1, "firstTimestamp": stamp,
+                    "lastTimestamp": stamp}
+        return combined, key
+
+    def _spam_allows(self, event: dict[str, Any]) -> bool:
+        """Whether the spam filter lets this write through (each source-and-object has its own bucket)."""
+        key = _spam_key(event)
+        bucket = self._spam.get(key) or _TokenBucket(SPAM_BURST, self.clock.now())
+        allowed = bucket.take(self.clock.now())
+        _remember(self._spam, key, bucket)
+        return allowed
 
     # writing, shared ---------------------------------------------------------------------------------------
 
@@ -388,6 +453,28 @@ def _truncate(note: str) -> str:
 def _series_key(event: dict[str, Any]) -> bytes:
     fields = ("type", "action", "reason", "reportingController", "reportingInstance", "regarding", "related")
     return orjson.dumps({field: event.get(field) for field in fields}, option=orjson.OPT_SORT_KEYS)
+
+
+def _remember(cache: OrderedDict[str, Any], key: str, value: Any) -> None:
+    """Put `value` in a least-recently-used cache of CORE_CACHE_ENTRIES."""
+    cache[key] = value
+    cache.move_to_end(key)
+    while len(cache) > CORE_CACHE_ENTRIES:
+        cache.popitem(last=False)
+
+
+def _object_parts(event: dict[str, Any]) -> tuple[Any, ...]:
+    source, ref = event["source"], event["involvedObject"]
+    return (source.get("component"), source.get("host"), ref.get("kind"), ref.get("namespace"), ref.get("name"),
+            ref.get("uid"), ref.get("apiVersion"), event["type"])
+
+
+def _similar_key(event: dict[str, Any]) -> str:
+    return "\0".join(str(part or "") for part in (*_object_parts(event), event["reason"]))
+
+
+def _spam_key(event: dict[str, Any]) -> str:
+    return "\0".join(str(part or "") for part in _object_parts(event))
 
 
 def _core_key(event: dict[str, Any]) -> str:

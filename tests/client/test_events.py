@@ -275,3 +275,42 @@ async def test_a_server_refusal_is_logged_and_not_retried(caplog: pytest.LogCapt
 ], ids=["an object becomes a reference with its identity fields", "a reference is taken as it is"])
 def test_object_reference(obj: dict[str, Any], expected: dict[str, Any]) -> None:
     assert object_reference(obj) == expected
+
+
+async def test_similar_core_events_are_combined_from_the_tenth_distinct_message() -> None:
+    client = FakeEventsClient()
+    broadcaster = EventBroadcaster(client, FakeClock())  # type: ignore[arg-type]
+    broadcaster.start_recording_to_sink()
+    recorder = broadcaster.new_core_recorder("replicaset-controller")
+    for index in range(12):
+        recorder.event(configmap("rs"), "Normal", "SuccessfulCreate", f"Created pod: rs-{index}")
+    await broadcaster.shutdown()
+    writes = [(verb, body.get("message"), body.get("count")) for verb, _, body in client.writes]
+    assert writes[:9] == [("create", f"Created pod: rs-{index}", 1) for index in range(9)]
+    assert writes[9:] == [("create", "(combined from similar events): Created pod: rs-9", 1),
+                          ("patch", "(combined from similar events): Created pod: rs-10", 2),
+                          ("patch", "(combined from similar events): Created pod: rs-11", 3)]
+    combined = {name for verb, name, _ in client.writes[9:]}
+    assert len(combined) == 1  # the patches go to the combined event
+
+
+async def test_the_spam_filter_lets_25_writes_through_then_one_per_five_minutes_and_keeps_counting() -> None:
+    clock = FakeClock()
+    client = FakeEventsClient()
+    broadcaster = EventBroadcaster(client, clock)  # type: ignore[arg-type]
+    broadcaster.start_recording_to_sink()
+    recorder = broadcaster.new_core_recorder("kubelet", "node-1")
+    for _ in range(30):
+        recorder.event(configmap("pod"), "Warning", "BackOff", "Back-off restarting failed container")
+    recorder.event(configmap("other"), "Warning", "BackOff", "Back-off restarting failed container")
+    await settle()
+    assert len(client.writes) == 26  # 25 about the first object, then the other object has its own budget
+    assert client.writes[-2][2]["count"] == 25
+    clock.advance(300)
+    recorder.event(configmap("pod"), "Warning", "BackOff", "Back-off restarting failed container")
+    await settle()
+    assert client.writes[-1][0] == "patch" and client.writes[-1][2]["count"] == 31  # the held-back ones count
+    recorder.event(configmap("pod"), "Warning", "BackOff", "Back-off restarting failed container")
+    await settle()
+    assert len(client.writes) == 27
+    await broadcaster.shutdown()
