@@ -139,6 +139,28 @@ def test_decisions_are_cached_until_the_policy_changes() -> None:
     assert authorizer.authorize(res(BOB, "list", "pods"))[0] is Decision.ALLOW
 
 
+def test_one_cached_decision_serves_every_name_unless_a_rule_names_objects(monkeypatch: pytest.MonkeyPatch) -> None:
+    import minikube_py.auth.rbac.authorizer as module
+
+    asked: list[str] = []
+
+    def counting(policy: Policy, attributes: Attributes) -> tuple[Decision, str]:
+        asked.append(attributes.name)
+        return decide(policy, attributes)
+
+    monkeypatch.setattr(module, "decide", counting)
+    authorizer = RBACAuthorizer(lambda: POLICY)
+    for name in ("a", "b", "c"):
+        assert authorizer.authorize(res(ALICE, "get", "pods", namespace="team", name=name))[0] is Decision.ALLOW
+    assert asked == ["a"]  # no rule lists pod names: the name cannot change the answer
+    # a Role grants alice the configmap "settings" only: each name is decided on its own
+    assert authorizer.authorize(res(ALICE, "get", "configmaps", namespace="team", name="settings"))[0] \
+        is Decision.ALLOW
+    assert authorizer.authorize(res(ALICE, "get", "configmaps", namespace="team", name="other"))[0] \
+        is Decision.NO_OPINION
+    assert asked == ["a", "settings", "other"]
+
+
 def test_escalation_message_matches_kube() -> None:
     wanted = [Rule.from_api(rule("get list delete", "core", "pods")), Rule.from_api(rule("get", urls="/metrics"))]
     message = confirm_no_escalation(POLICY, ALICE, "team", wanted)

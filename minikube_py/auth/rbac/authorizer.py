@@ -11,7 +11,8 @@ answer follows kube's RBAC authorizer:
 
 `authorize` runs on every request, and Casbin walks every policy line for a denial, so decisions are
 cached per (policy snapshot, user, groups, request): the cache starts empty whenever the snapshot
-changes, so a new binding takes effect on the next request. `policy()` is called on every request and
+changes, so a new binding takes effect on the next request. The object's name is part of the key only
+for resources some rule restricts with resourceNames, so deleting a thousand pods asks Casbin once. `policy()` is called on every request and
 must be cheap (it returns the same snapshot until an RBAC object changed).
 """
 
@@ -37,9 +38,12 @@ class RBACAuthorizer:
         if policy is not self._cached_for or len(self._decisions) >= CACHE_SIZE:
             self._cached_for, self._decisions = policy, {}
         user = attributes.user
+        resource = f"{attributes.resource}/{attributes.subresource}" if attributes.subresource else \
+            attributes.resource
+        # most requests name objects no rule singles out: one decision then serves every name
+        name = attributes.name if policy.name_matters(resource) else ""
         key = (user.username, user.groups, attributes.verb, attributes.namespace, attributes.api_group,
-               attributes.resource, attributes.subresource, attributes.name, attributes.path,
-               attributes.resource_request)
+               resource, name, attributes.path, attributes.resource_request)
         decision = self._decisions.get(key)
         if decision is None:
             decision = self._decisions[key] = decide(policy, attributes)

@@ -122,6 +122,8 @@ class Policy:
     rules: dict[RoleRef, tuple[Rule, ...]] = field(default_factory=dict)
     # (identity, domain) → the grants that link the identity to a role there; domain "*" is cluster-wide
     grants: dict[tuple[str, str], list[Grant]] = field(default_factory=dict)
+    # every `resources` entry of a rule that also lists resourceNames: only these make a name matter
+    _named_resources_field: str = ""  # in Casbin's field form, for model.resource_match
 
     @classmethod
     def build(cls, roles: Iterable[Mapping[str, Any]], cluster_roles: Iterable[Mapping[str, Any]],
@@ -138,6 +140,9 @@ class Policy:
             policy._add_binding("ClusterRoleBinding", obj, "*")
         for obj in role_bindings:
             policy._add_binding("RoleBinding", obj, _namespace(obj))
+        policy._named_resources_field = model.join(sorted({resource for rules in policy.rules.values()
+                                                           for r in rules if r.resource_names
+                                                           for resource in r.resources}))
         lines = [[role.casbin_subject, *map(model.join, (r.verbs, r.api_groups, r.resources, r.resource_names,
                                                          r.non_resource_urls))]
                  for role, rules in policy.rules.items() for r in rules]
@@ -171,6 +176,11 @@ class Policy:
             self.grants.setdefault((identity, domain), []).append(grant)
 
     # questions ---------------------------------------------------------------------------------------
+
+    def name_matters(self, resource: str) -> bool:
+        """Whether a request's object name can change the decision for `resource[/subresource]`: only when
+        some rule with resourceNames could match it."""
+        return model.resource_match(resource, self._named_resources_field)
 
     def grants_for(self, user: UserInfo, namespace: str) -> list[Grant]:
         """Every grant that applies to `user` for a request in `namespace` ("" = cluster scope): the
