@@ -34,8 +34,8 @@ Each run checks the placement afterwards (zone skew, one pod of a group per node
 The baseline, in the same run and at the same node count as the 5000-node SchedulingBasic: a bind-only loop,
 no scheduling at all. Pods are created the same way, and each is bound, as soon as its create is
 acknowledged, to the next node round-robin by POSTing its `pods/<name>/binding` (with its uid, as
-DefaultBinder does), with 64 binds in flight: the scheduler starts a binding task per pod, and its REST
-client lets at most `rest.MAX_IN_FLIGHT` (64) requests out at once (binds, events and status patches; its
+DefaultBinder does), with 16 binds in flight: the scheduler starts a binding task per pod, and its REST
+client lets at most `rest.MAX_IN_FLIGHT` (16) requests out at once (binds, events and status patches; its
 watches have connections of their own). Its throughput is counted from the same watch in the same way.
 The bench's own client is common.py's lean HTTPS client, so the bench process takes little CPU from the
 servers; the per-run lines give each process's CPU per pod.

@@ -10,8 +10,11 @@ Authenticators are tried in kube's order and the first that recognises the reque
    step only reads the subject of `ssl.SSLObject.getpeercert()`: user = Common Name, groups = every
    Organization. Results are cached per subject, because the same few clients send every request.
 2. bearer tokens (`Authorization: Bearer <token>`), checked by each `TokenAuthenticator` in turn: the static
-   token file (`--token-auth-file`) now, service-account JWTs later. A bearer token that nobody recognises
-   is not anonymous access: the request is unauthenticated (401), as in kube.
+   token file (`--token-auth-file`), then service-account JWTs. A bearer token that nobody recognises
+   is not anonymous access: the request is unauthenticated (401), as in kube. As kube-apiserver's token
+   cache does, a token that authenticated is trusted for TOKEN_SUCCESS_CACHE_TTL (10 s) without being
+   checked again (a controller sends the same token with every request; checking a JWT's signature and
+   its bound objects each time is most of what authentication costs); failures are never cached.
 Every authenticated user also gets the group `system:authenticated`. A request with no credentials at all
 is anonymous (`system:anonymous` in `system:unauthenticated`) when `--anonymous-auth` is on, as it is by
 default in kube; RBAC then decides what it may see (the health and version endpoints).
@@ -25,11 +28,15 @@ from __future__ import annotations
 
 import csv
 import functools
-from collections.abc import Mapping, Sequence
+import hashlib
+import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
 
+TOKEN_SUCCESS_CACHE_TTL = 10.0  # seconds, kube-apiserver's default
+TOKEN_CACHE_SIZE = 4096
 AUTHENTICATED_GROUP = "system:authenticated"
 UNAUTHENTICATED_GROUP = "system:unauthenticated"
 ANONYMOUS_USER = "system:anonymous"
@@ -154,9 +161,12 @@ class Authenticator:
     """The apiserver's authenticator chain: x509 first, then each token authenticator, then (with
     `--anonymous-auth`, kube's default) anonymous for requests that carry no credentials at all."""
 
-    def __init__(self, token_authenticators: Sequence[TokenAuthenticator] = (), *, anonymous: bool = False) -> None:
+    def __init__(self, token_authenticators: Sequence[TokenAuthenticator] = (), *, anonymous: bool = False,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self._token_authenticators = tuple(token_authenticators)
         self.anonymous = anonymous
+        self._clock = clock
+        self._token_cache: dict[bytes, tuple[UserInfo, float]] = {}  # sha256(token) → (user, expires)
 
     @classmethod
     def from_token_auth_file(cls, token_auth_file: str, *, anonymous: bool = False) -> Authenticator:
@@ -188,10 +198,22 @@ class Authenticator:
             return ANONYMOUS if self.anonymous else None
         if not token:
             return None
+        return self._token_user(token)
+
+    def _token_user(self, token: str) -> UserInfo | None:
+        key = hashlib.sha256(token.encode()).digest()  # the cache never holds the tokens themselves
+        now = self._clock()
+        cached = self._token_cache.get(key)
+        if cached is not None and now < cached[1]:
+            return cached[0]
         for authenticator in self._token_authenticators:
             user = authenticator.authenticate_token(token)
             if user is not None:
-                return with_authenticated_group(user)
+                user = with_authenticated_group(user)
+                if len(self._token_cache) >= TOKEN_CACHE_SIZE:
+                    self._token_cache.clear()
+                self._token_cache[key] = (user, now + TOKEN_SUCCESS_CACHE_TTL)
+                return user
         return None
 
 

@@ -46,7 +46,10 @@ PATCH_CONTENT_TYPES = {
     "apply": "application/apply-patch+yaml",  # JSON is YAML, so the body is sent as JSON
 }
 TOKEN_FILE_REFRESH = 60.0  # seconds between re-reads of a token file, as client-go does
-MAX_IN_FLIGHT = 64  # requests (not watches) a client has on the wire at once; the rest wait their turn
+# Requests (not watches) a client has on the wire at once; the rest wait their turn. One connection each:
+# httpx's pool looks at every pooled connection (a syscall for each idle one) twice per request, so a
+# bigger pool costs the client more than the single-threaded apiserver could gain from more concurrency.
+MAX_IN_FLIGHT = 16
 WATCH_READ_SLACK = 30.0  # a watch with timeoutSeconds may stay silent this much longer before we give up
 
 

@@ -154,3 +154,26 @@ def test_repeated_requests_with_one_certificate_reuse_the_same_user():
     authenticator = Authenticator()
     first = authenticator.authenticate(peercert("kubernetes-admin", "system:masters"), None)
     assert authenticator.authenticate(peercert("kubernetes-admin", "system:masters"), None) is first
+
+
+def test_a_token_that_authenticated_is_trusted_for_ten_seconds_and_a_failure_is_never_cached() -> None:
+    class Counting:
+        def __init__(self) -> None:
+            self.asked = 0
+            self.users = {"good": UserInfo("robot")}
+
+        def authenticate_token(self, token: str) -> UserInfo | None:
+            self.asked += 1
+            return self.users.get(token)
+
+    now = [100.0]
+    tokens = Counting()
+    chain = Authenticator([tokens], clock=lambda: now[0])
+    for _ in range(3):
+        assert chain.authenticate(None, "Bearer good") == UserInfo("robot", groups=("system:authenticated",))
+    assert tokens.asked == 1
+    now[0] += 10.0
+    del tokens.users["good"]  # revoked: noticed once the cached success has expired
+    assert chain.authenticate(None, "Bearer good") is None
+    assert chain.authenticate(None, "Bearer good") is None
+    assert tokens.asked == 3
