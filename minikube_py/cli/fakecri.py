@@ -7,6 +7,10 @@ A lab uses it to meet the CRI without containerd: point a kubelet (or `mkpy cric
 watch pods "run" with no processes. `mkpy up` hosts its simulated nodes' runtimes inside its own processes
 instead (`serve()`), so this command is for running one by hand.
 
+Without `--pod-cidr` the runtime starts as containerd does on a fresh node: its network is not ready (no pod
+can start) until the kubelet passes on its Node's pod CIDR with UpdateRuntimeConfig. `--pod-cidr` gives it a
+network from the start, for use without a kubelet.
+
 Usage rules: bad flags and a socket path in use are a one-line error and exit status 1; the runtime serves
 until SIGTERM or SIGINT and then removes its socket. Its state lives in memory only.
 """
@@ -21,14 +25,15 @@ import sys
 
 import click
 
-from minikube_py.kubelet.cri.fake.runtime import DEFAULT_POD_CIDR, FakeRuntime
+from minikube_py.kubelet.cri.fake.runtime import FakeRuntime
 from minikube_py.kubelet.cri.fake.server import serve
 
 
 @click.command("fake-cri", context_settings={"show_default": True})
 @click.option("--listen", "socket_path", required=True, type=click.Path(dir_okay=False),
               help="Unix socket to serve CRI on (the kubelet's --container-runtime-endpoint).")
-@click.option("--pod-cidr", default=DEFAULT_POD_CIDR, help="Range the pod IPs are taken from.")
+@click.option("--pod-cidr", default="",
+              help="Range the pod IPs are taken from. [default: the first CIDR the kubelet passes on]")
 @click.option("--node-name", default=socket.gethostname, show_default="the host name",
               help="The simulated node this runtime belongs to (shown by `crictl info`).")
 @click.option("--v", "verbosity", type=click.IntRange(0, 10), default=2,
@@ -49,8 +54,9 @@ def fake_cri(socket_path: str, pod_cidr: str, node_name: str, verbosity: int) ->
 
 async def _serve_until_signalled(socket_path: str, runtime: FakeRuntime) -> None:
     server = await serve(socket_path, runtime)
+    pod_cidr = runtime.pod_ips.network if runtime.pod_ips else "from the kubelet, not yet known"
     logging.getLogger("mkpy.fake-cri").info("fake CRI runtime of node %s serving on %s (pod CIDR %s)",
-                                            runtime.node_name, server.endpoint, runtime.pod_ips.network)
+                                            runtime.node_name, server.endpoint, pod_cidr)
     stopping = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):

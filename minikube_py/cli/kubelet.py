@@ -31,7 +31,8 @@ _FILE = click.Path(exists=True, dir_okay=False)
               help="CRI socket of the container runtime (containerd, or `mkpy fake-cri`).")
 @click.option("--root-dir", type=click.Path(file_okay=False), default="/var/lib/kubelet",
               help="Where pod volumes and container logs live.")
-@click.option("--pod-cidr", default="", help="The node's pod CIDR until the controller manager allocates one.")
+@click.option("--pod-cidr", default="",
+              help="Deprecated: a pod CIDR given to the runtime at start; the Node's spec.podCIDRs win.")
 @click.option("--node-ip", type=IPAddress(), default=None, help="The node's InternalIP. [default: 127.0.0.1]")
 @click.option("--node-labels", default="", help="Extra labels on the Node: key=value,...")
 @click.option("--register-with-taints", default="", help="Taints the Node registers with: key=value:Effect,...")

@@ -12,7 +12,9 @@ The node list lives in `<cluster>/nodes.json`, chosen on the first `mkpy up` and
 (`--nodes N` keeps at least N nodes, `--simulated-nodes M` at least M simulated ones). Node names follow
 minikube: the first node is named after the cluster, the next `<cluster>-m02`, ...; simulated nodes are
 `<cluster>-sim-001`, ... Each cluster takes a /16 of pod addresses (`10.<x>.0.0/16`, unused by other clusters
-and by the host's routes) and each node one /24 of it, its `spec.podCIDR`.
+and by the host's routes): the controller manager's `--cluster-cidr`, from which its node-ipam controller gives
+each Node a /24, its `spec.podCIDR`. Nothing here picks a node's pod CIDR: the kubelet reads it from its Node
+and passes it on to the runtime, and containerd renders the node's CNI config with it then.
 
 Usage rules: `runtime_endpoint` and `containerd_sockets` are what `mkpy crictl --node` and `mkpy image load` use.
 """
@@ -31,7 +33,7 @@ import shutil
 import sys
 import time
 from collections.abc import Collection
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -57,7 +59,6 @@ SHORT_SOCKET_ROOT = Path("/run/mkpy")
 class Node:
     name: str
     runtime: str  # "containerd" or "fake"
-    pod_cidr: str
     kubelet_port: int
     healthz_port: int
     simulated: bool = False
@@ -73,10 +74,13 @@ class NodeSet:
 
 
 def load(cluster: Cluster) -> NodeSet | None:
+    # fields no longer kept are ignored: older versions also planned each node's pod CIDR here
+    known = {f.name for f in fields(Node)}
     try:
         state = json.loads((cluster.dir / "nodes.json").read_text())
-        return NodeSet(state["cluster_cidr"], [Node(**node) for node in state["nodes"]])
-    except (OSError, ValueError, KeyError, TypeError):
+        return NodeSet(state["cluster_cidr"],
+                       [Node(**{key: value for key, value in node.items() if key in known}) for node in state["nodes"]])
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None
 
 
@@ -99,11 +103,8 @@ def plan(cluster: Cluster, count: int | None, simulated: int | None) -> tuple[No
     can_run, why = containerd.available()
     runtime = "containerd" if can_run else "fake"
     taken_ports = {port for node in nodes.nodes for port in (node.kubelet_port, node.healthz_port)}
-    network = ipaddress.ip_network(nodes.cluster_cidr)
-    subnets = list(network.subnets(new_prefix=24))
     # A node terminated in the cloud (`mkpy cloud instance terminate`) leaves a gap: new nodes take the first
-    # free names and pod CIDRs, never a name or range still in use.
-    free_subnets = (subnet for subnet in subnets if str(subnet) not in {node.pod_cidr for node in nodes.nodes})
+    # free names, never a name still in use.
 
     def add_up_to(wanted: int, is_simulated: bool, node_runtime: str) -> None:
         names = {node.name for node in nodes.nodes}
@@ -117,8 +118,7 @@ def plan(cluster: Cluster, count: int | None, simulated: int | None) -> tuple[No
                 continue
             kubelet_port, healthz_port = _free_ports(2, taken_ports)
             taken_ports.update((kubelet_port, healthz_port))
-            nodes.nodes.append(Node(name, node_runtime, str(next(free_subnets)), kubelet_port, healthz_port,
-                                    is_simulated))
+            nodes.nodes.append(Node(name, node_runtime, kubelet_port, healthz_port, is_simulated))
             have += 1
 
     add_up_to(count, False, runtime)
@@ -164,11 +164,11 @@ def containerd_sockets(cluster_name: str) -> dict[str, str]:
             for node in (nodes.nodes if nodes else []) if node.runtime == "containerd"}
 
 
-def bridge_name(node: Node) -> str:
-    """The node's CNI bridge: `mk<x>-<y>` from its pod CIDR 10.<x>.<y>.0/24 (≤ 15 chars, stable when other nodes
-    go)."""
-    _, second_octet, third_octet, _ = node.pod_cidr.split("/")[0].split(".")
-    return f"mk{second_octet}-{third_octet}"
+def bridge_name(cluster: Cluster, node: Node) -> str:
+    """The node's CNI bridge: `mk` and a hash of the cluster's id and the node's name, unique on the host and
+    stable across `mkpy down`/`up` (the rendered CNI config names it), 13 characters (a Linux interface name
+    holds 15)."""
+    return "mk" + hashlib.sha256(f"{_cluster_id(cluster)}/{node.name}".encode()).hexdigest()[:11]
 
 
 def cgroup_root(cluster: Cluster, node: Node) -> str:
@@ -182,14 +182,14 @@ def _cluster_id(cluster: Cluster) -> str:
 
 
 def prepare_containerd(cluster: Cluster, nodes: NodeSet, node: Node) -> None:
-    """Config, CNI network and host routing for a containerd node; the built-in images are built (cached)."""
+    """Config, CNI network template and host routing for a containerd node; the built-in images are built
+    (cached)."""
     from minikube_py.kubelet.images.builtin import PAUSE_IMAGE, builtin_images
     from minikube_py.kubelet.runtime import containerd
 
     layout = containerd_layout(cluster, node)
     layout.socket.parent.mkdir(parents=True, exist_ok=True)
-    containerd.write_config(layout, node.pod_cidr, bridge_name(node), cgroup_root(cluster, node),
-                            PAUSE_IMAGE)
+    containerd.write_config(layout, bridge_name(cluster, node), cgroup_root(cluster, node), PAUSE_IMAGE)
     containerd.ensure_host_network(nodes.cluster_cidr)
     builtin_images(images_cache(cluster))
 
@@ -228,7 +228,7 @@ def runtime_argv(cluster: Cluster, node: Node) -> list[str]:
         # containerd's own flags do not name the cluster directory; the config path does.
         return containerd_argv(containerd_layout(cluster, node))
     return [sys.executable, "-m", "minikube_py.cli.main", "fake-cri", f"--listen={runtime_socket(cluster, node)}",
-            f"--pod-cidr={node.pod_cidr}", f"--node-name={node.name}"]
+            f"--node-name={node.name}"]
 
 
 def kubelet_argv(cluster: Cluster, node: Node) -> list[str]:
@@ -238,8 +238,8 @@ def kubelet_argv(cluster: Cluster, node: Node) -> list[str]:
             f"--kubeconfig={cluster.component_kubeconfig(f'kubelet-{node.name}')}",
             f"--hostname-override={node.name}",
             f"--container-runtime-endpoint=unix://{runtime_socket(cluster, node)}",
-            f"--root-dir={node_dir(cluster, node) / 'kubelet'}", f"--pod-cidr={node.pod_cidr}",
-            f"--node-ip={HOST}", f"--port={node.kubelet_port}", f"--healthz-port={node.healthz_port}",
+            f"--root-dir={node_dir(cluster, node) / 'kubelet'}", f"--node-ip={HOST}",
+            f"--port={node.kubelet_port}", f"--healthz-port={node.healthz_port}",
             f"--tls-cert-file={cert_file}", f"--tls-private-key-file={key_file}", f"--client-ca-file={ca_file}",
             "--cloud-provider=external"]  # the cloud-controller-manager initializes the Node (docs/ccm.md)
     if node.runtime == "containerd":
@@ -353,8 +353,8 @@ def _hollow_nodes_argv(cluster: Cluster, simulated: list[Node]) -> list[str]:
     path = cluster.dir / "nodes" / "simulated.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     entries = [{"name": node.name, "kubeconfig": str(cluster.component_kubeconfig(f"kubelet-{node.name}")),
-                "socket": str(runtime_socket(cluster, node)), "pod_cidr": node.pod_cidr,
-                "root_dir": str(node_dir(cluster, node) / "kubelet"), "cloud_provider": "external"}
+                "socket": str(runtime_socket(cluster, node)), "root_dir": str(node_dir(cluster, node) / "kubelet"),
+                "cloud_provider": "external"}
                for node in simulated]
     path.write_text(json.dumps({"nodes": entries}, indent=2) + "\n")
     return [sys.executable, "-m", "minikube_py.cli.main", "hollow-nodes", f"--config={path}"]
@@ -401,12 +401,14 @@ def drain(cluster: Cluster, node: Node) -> int:
 
 def remove_node_host_state(cluster: Cluster, node: Node) -> None:
     """What one node leaves outside the cluster directory: its bridge and cgroup (containerd), its short socket
-    directory."""
+    directory; and the CNI config containerd rendered for its pod CIDR, which a node coming back under the same
+    name must not inherit (node-ipam may give it another CIDR)."""
     from minikube_py.kubelet.runtime import containerd
 
     if node.runtime == "containerd":
+        containerd.remove_network_config(containerd_layout(cluster, node))
         with contextlib.suppress(OSError, RuntimeError):
-            containerd.remove_bridge(bridge_name(node))
+            containerd.remove_bridge(bridge_name(cluster, node))
         with contextlib.suppress(OSError):
             containerd.remove_cgroup_tree(cgroup_root(cluster, node))
     short = socket_dir(cluster, node)

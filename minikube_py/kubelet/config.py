@@ -29,6 +29,7 @@ class KubeletConfig:
     kubeconfig: str = ""
     container_runtime_endpoint: str = "unix:///run/containerd/containerd.sock"
     root_dir: Path = Path("/var/lib/kubelet")
+    # --pod-cidr (deprecated in kube): given to the runtime at start; the Node's spec.podCIDRs win once it has them
     pod_cidr: str = ""
     node_ip: str = ""
     node_labels: dict[str, str] = field(default_factory=dict)

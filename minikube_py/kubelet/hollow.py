@@ -2,16 +2,18 @@
 its own socket and a kubelet talking to it over CRI, exactly as a separate `mkpy fake-cri` and `mkpy kubelet`
 pair would, but sharing one Python process and one event loop.
 
-    await run_hollow_nodes([HollowNode(config, pod_cidr), ...])
+    await run_hollow_nodes([HollowNode(config, socket), ...])
 
 Each kubelet keeps its own identity (kubeconfig), Node, Lease, pods informer and pod workers; each runtime its
-own pods and IP range. What they share is only the interpreter, so a hundred nodes cost a few tens of MiB
-rather than two hundred processes. They serve no kubelet API (`--port 0`): logs and exec of simulated pods
-are refused, as there are no processes behind them.
+own pods and IP range, which it learns as containerd does: the controller manager allocates the Node's
+spec.podCIDR and the kubelet passes it on (UpdateRuntimeConfig); until then the node is not Ready. What they
+share is only the interpreter, so a hundred nodes cost a few tens of MiB rather than two hundred processes.
+They serve no kubelet API (`--port 0`): logs and exec of simulated pods are refused, as there are no
+processes behind them.
 
 The node list is a JSON file (`mkpy hollow-nodes --config FILE`), written by `mkpy up --simulated-nodes`:
 
-    {"nodes": [{"name": "...", "kubeconfig": "...", "socket": "...", "pod_cidr": "...", "root_dir": "...",
+    {"nodes": [{"name": "...", "kubeconfig": "...", "socket": "...", "root_dir": "...",
                 "cloud_provider": "external"}]}          # cloud_provider optional, as the kubelet's flag
 """
 
@@ -42,7 +44,6 @@ class HollowConfigError(ValueError):
 class HollowNode:
     config: KubeletConfig
     socket: str
-    pod_cidr: str
 
 
 def load(path: Path) -> list[HollowNode]:
@@ -52,10 +53,9 @@ def load(path: Path) -> list[HollowNode]:
         for entry in raw["nodes"]:
             config = KubeletConfig(node_name=entry["name"], kubeconfig=entry["kubeconfig"],
                                    container_runtime_endpoint=f"unix://{entry['socket']}",
-                                   root_dir=Path(entry["root_dir"]), pod_cidr=entry["pod_cidr"], node_ip="127.0.0.1",
-                                   port=0, healthz_port=0, relist_period=RELIST_PERIOD,
-                                   cloud_provider=entry.get("cloud_provider", ""))
-            nodes.append(HollowNode(config, entry["socket"], entry["pod_cidr"]))
+                                   root_dir=Path(entry["root_dir"]), node_ip="127.0.0.1", port=0, healthz_port=0,
+                                   relist_period=RELIST_PERIOD, cloud_provider=entry.get("cloud_provider", ""))
+            nodes.append(HollowNode(config, entry["socket"]))
         return nodes
     except (OSError, ValueError, KeyError, TypeError) as error:
         raise HollowConfigError(f"{path}: {error}") from None
@@ -66,7 +66,7 @@ async def run_hollow_nodes(nodes: list[HollowNode]) -> None:
     servers = []
     try:
         for node in nodes:
-            runtime = FakeRuntime(pod_cidr=node.pod_cidr, node_name=node.config.node_name)
+            runtime = FakeRuntime(pod_cidr="", node_name=node.config.node_name)  # until the kubelet passes it on
             servers.append(await serve(node.socket, runtime))
         log.info("%d simulated nodes: runtimes serving; starting their kubelets", len(nodes))
         async with asyncio.TaskGroup() as group:

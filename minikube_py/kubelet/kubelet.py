@@ -12,7 +12,13 @@
 * being deleted (`deletionTimestamp`): stop the containers within the grace period, report their final
   status, then delete the pod object for good (grace 0, with the uid as precondition) and clean up;
 * Succeeded or Failed: make sure nothing runs any more;
-* otherwise: one step of `RuntimeManager.sync_pod`, then the status, patched only when it changed.
+* otherwise, as kube: first the status of what the runtime holds, with the waiting reasons the previous sync
+  left (kube's reason cache), then one step of `RuntimeManager.sync_pod`, then the status again. A status is
+  patched only when it changed.
+
+Reporting before acting is what shows a crashed container as `terminated` (Error, Completed, OOMKilled) before
+the step that restarts it or refuses to (CrashLoopBackOff, a waiting reason only that step can give), so a
+watch sees Running → Error → Running → Error → CrashLoopBackOff → Running ... as on a real node.
 
 Usage rules: `run()` registers the Node, then runs until cancelled. A restarted kubelet adopts running pods: the
 runtime's labels name them, so nothing is restarted.
@@ -23,6 +29,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Callable
 from typing import Any
 
 from minikube_py.api.timestamps import parse_time
@@ -48,12 +55,13 @@ log = logging.getLogger("mkpy.kubelet")
 
 RUNTIME_RETRY = 1.0  # seconds between attempts to reach the runtime at start
 MAX_REPORTED_IMAGES = 50  # kube's --node-status-max-images
+NETWORK_NOT_READY_RETRY = 1.0  # seconds before a pod waiting for the pod network is looked at again
 IMAGES_REFRESH = 30.0  # seconds between ListImages calls for the Node's status.images
 
 
 class Kubelet:
     def __init__(self, config: KubeletConfig, client: RESTClient, runtime: RuntimeClient,
-                 recorder: CoreEventRecorder) -> None:
+                 recorder: CoreEventRecorder, clock: Callable[[], float] = time.time) -> None:
         self.config = config
         self.client = client
         self.runtime = runtime
@@ -61,20 +69,24 @@ class Kubelet:
         self.bound_pods: dict[str, dict[str, Any]] = {}  # uid -> the pod as the API last said
         self.runtime_name = "containerd"
         self._runtime_error = "container runtime status check may not have completed yet"
+        self._network_error = ""  # why pods cannot get a network (the runtime's NetworkReady is false)
         self._runtime_version = ""
         self._images: list[dict[str, Any]] = []
         self._images_read = -IMAGES_REFRESH
         self.volumes = VolumeManager(config.pods_dir, self.get_object, self.request_token, self.allocatable)
-        self.manager = RuntimeManager(runtime, config, self.volumes, self.get_object, self, self.allocatable)
+        self.manager = RuntimeManager(runtime, config, self.volumes, self.get_object, self, self.allocatable,
+                                      clock)
         self.workers = PodWorkers(self.sync_pod)
         self.probes = ProbeManager(runtime, self.workers.update, self.event)
         self.objects = ObjectManager(client, self.workers.update)
-        self.node = NodeAgent(client, config, self.observe, self._node_event)
+        self.node = NodeAgent(client, config, self.observe, runtime.update_runtime_config, self._node_event)
         self.stats = StatsProvider(runtime, config.node_name, self.node.machine.memory_bytes)
         self.informers = SharedInformerFactory(client)
         self._fingerprints: dict[str, tuple[Any, ...]] = {}
         self._termination_messages: dict[str, str] = {}  # container id -> message
         self.states: dict[str, runtimestate.PodState] = {}  # uid -> the runtime's view after the last sync
+        # uid -> the waiting reasons (container -> (reason, message)) the last sync left: kube's reason cache
+        self.reasons: dict[str, dict[str, tuple[str, str]]] = {}
 
     # -- running ------------------------------------------------------------------------------------------
 
@@ -185,18 +197,35 @@ class Kubelet:
             if any(c.running for c in state.containers) or any(s.ready for s in state.sandboxes):
                 await self.manager.kill_pod(pod, state, termination_grace(pod))
             return SyncOutcome()
+        # what the runtime holds before this sync acts on it: a container that just exited shows as terminated
+        if await self._report(pod, state, SyncResult(waiting=self.reasons.get(uid, {}))):
+            return SyncOutcome()
+        if self._network_error and not (pod.get("spec") or {}).get("hostNetwork"):
+            # no pod network yet (the runtime has no pod CIDR): only host-network pods can start
+            self.event(pod, "Warning", "NetworkNotReady", f"network is not ready: {self._network_error}")
+            return SyncOutcome(retry_in=NETWORK_NOT_READY_RETRY)
         result = await self.manager.sync_pod(pod, state,
                                              failed_probe=lambda name: self.probes.failed_probe(uid, name))
-        state = self.states[uid] = await runtimestate.pod_state(self.runtime, uid)
+        self.reasons[uid] = result.waiting
+        state = await runtimestate.pod_state(self.runtime, uid)
         self.probes.sync(pod, state)
-        status = await self._update_status(pod, state, result)
-        if status.get("phase") in podstatus.TERMINAL_PHASES:
-            await self.manager.kill_pod(pod, state, termination_grace(pod))
+        await self._report(self.bound_pods.get(uid, pod), state, result)  # the pod as the first report left it
         await self.manager.prune_dead_containers(state)
         return SyncOutcome(retry_in=result.retry_in)
 
+    async def _report(self, pod: dict[str, Any], state: runtimestate.PodState, result: SyncResult) -> bool:
+        """Patch the pod's status from `state`. A pod that this makes Succeeded or Failed has its containers
+        stopped and True is returned: there is nothing left to start."""
+        self.states[state.uid] = state
+        status = await self._update_status(pod, state, result)
+        if status.get("phase") not in podstatus.TERMINAL_PHASES:
+            return False
+        await self.manager.kill_pod(pod, state, termination_grace(pod))
+        return True
+
     async def _clean_up(self, pod: dict[str, Any] | None, state: runtimestate.PodState) -> SyncOutcome:
         self.states.pop(state.uid, None)
+        self.reasons.pop(state.uid, None)
         await self.manager.kill_pod(pod, state, 0)
         await self.manager.remove_pod(state)
         self.probes.remove_pod(state.uid)
@@ -317,11 +346,10 @@ class Kubelet:
             if not self._runtime_version or self._runtime_error:
                 version = await self.runtime.version()
                 self._runtime_version = f"{version.runtime_name}://{version.runtime_version}"
-            status = await self.runtime.status()
-            not_ready = [c for c in status.status.conditions if not c.status]
-            if not_ready:
-                observed.runtime_error = "container runtime not ready: " + ", ".join(
-                    f"{c.type}=false reason:{c.reason} message:{c.message}" for c in not_ready)
+            conditions = (await self.runtime.status()).status.conditions
+            observed.runtime_error = nodestatus.runtime_errors(conditions)
+            observed.network_ready = any(c.type == "NetworkReady" and c.status for c in conditions)
+            self._network_error = "" if observed.network_ready else observed.runtime_error
             if time.monotonic() - self._images_read >= IMAGES_REFRESH or self._runtime_error:
                 self._images = _reported_images(await self.runtime.list_images())
                 self._images_read = time.monotonic()

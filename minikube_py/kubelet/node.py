@@ -22,6 +22,16 @@ as the route controller's `NetworkUnavailable`; a strategic merge patch merges `
 kubelet sends only its own four and the others stay. It also needs no read-modify-write: carrying the others'
 conditions over from the watched Node would lose one written between that read and the patch.
 
+The Node also carries the node's pod CIDRs (`spec.podCIDRs`), written by the controller manager's node-ipam
+controller soon after the Node is created; the kubelet never writes them. It passes them on to the container
+runtime (CRI UpdateRuntimeConfig, the CIDRs joined by ","), which sets up its pod network from them
+(containerd renders its CNI config; until then it reports NetworkReady=false and the Node is not Ready).
+It does so whenever they differ from what it last passed on, checked on every status tick and at once when
+the watch sees them change, then reports the status at once: a new node turns Ready as soon as it has its
+CIDR, not a tick later. `--pod-cidr` is only a start value: passed on at registration, and until the Node has
+CIDRs of its own. One mkpy addition: while the runtime says its network is not ready, the CIDRs are passed on
+again at each tick, because a fake runtime that restarted lost them (containerd ignores the repeat).
+
 Usage rules: `register()` returns once the Node exists (created by this kubelet or adopted from an earlier run of
 it; labels the kubelet owns are reconciled then); `run()` keeps both heartbeats going until cancelled. API errors
 in a heartbeat are logged and retried on the next tick; they never stop the kubelet.
@@ -30,6 +40,7 @@ in a heartbeat are logged and retried on the next tick; they never stop the kube
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections.abc import Awaitable, Callable
@@ -38,10 +49,11 @@ from typing import Any
 from minikube_py.api.timestamps import micro_time_string, time_string
 from minikube_py.client import errors as api_errors
 from minikube_py.client import resources
-from minikube_py.client.informer import SharedIndexInformer
+from minikube_py.client.informer import FuncHandler, SharedIndexInformer
 from minikube_py.client.rest import RESTClient
 from minikube_py.kubelet import nodestatus
 from minikube_py.kubelet.config import KubeletConfig
+from minikube_py.kubelet.cri.errors import CRIError
 
 log = logging.getLogger("mkpy.kubelet.node")
 
@@ -50,21 +62,28 @@ REGISTER_RETRY = 1.0  # seconds between attempts to register (kube starts at 100
 
 
 class NodeAgent:
-    """One node's registration, status and Lease. `observe` gathers what the status is computed from."""
+    """One node's registration, status and Lease. `observe` gathers what the status is computed from;
+    `update_pod_cidr` passes the node's pod CIDRs on to the runtime (CRI UpdateRuntimeConfig)."""
 
     def __init__(self, client: RESTClient, config: KubeletConfig,
                  observe: Callable[[], Awaitable[nodestatus.Observed]],
+                 update_pod_cidr: Callable[[str], Awaitable[None]],
                  event: Callable[[str, str, str], None] = lambda type, reason, message: None) -> None:
         self._client = client
         self._config = config
         self._observe = observe
+        self._update_pod_cidr = update_pod_cidr
         self._event = event  # (type, reason, message) about the Node: NodeReady, NodeHasSufficientMemory, ...
         self.machine = nodestatus.machine_info(config)
-        self._reported: dict[str, Any] | None = None  # the Node's status as our last write returned it
+        self._written: dict[str, Any] | None = None  # the Node as our last write returned it
         self._reported_at = 0.0
+        self.pod_cidr = ""  # what the runtime was last given
+        self._pod_cidr_changed = asyncio.Event()  # the watch saw CIDRs other than pod_cidr: tick now
         self.node_uid = ""
         # this Node as the apiserver holds it; started by run(), filled by the tests of update_status
         self.informer = SharedIndexInformer(client, resources.NODES, field_selector=f"metadata.name={self.name}")
+        self.informer.add_event_handler(FuncHandler(on_add=self._node_changed,
+                                                    on_update=lambda old, new: self._node_changed(new)))
 
     @property
     def name(self) -> str:
@@ -73,7 +92,7 @@ class NodeAgent:
     async def register(self) -> dict[str, Any]:
         """Create the Node, or adopt the one a previous run of this kubelet created."""
         while True:
-            observed = await self._observe()
+            observed, _ = await self._observe_and_pass_pod_cidr()
             node = nodestatus.initial_node(self._config, self.machine, observed, time_string())
             try:
                 created = await self._client.create(resources.NODES, node)
@@ -97,12 +116,12 @@ class NodeAgent:
 
     async def update_status(self, force: bool = False) -> bool:
         """Compute the status and patch it if the apiserver's copy differs (or `force`, or a report is due);
-        whether it patched."""
-        observed = await self._observe()
+        whether it patched. New pod CIDRs are passed on to the runtime first, and then always reported."""
+        observed, cidr_changed = await self._observe_and_pass_pod_cidr()
         current = self._current_status()
         status = nodestatus.node_status(self._config, self.machine, observed, current, time_string())
         due = time.monotonic() - self._reported_at >= self._config.node_status_report_frequency
-        if not (force or due or nodestatus.status_changed(current, status)):
+        if not (force or due or cidr_changed or nodestatus.status_changed(current, status)):
             return False
         # conditions and addresses merge by type, images are replaced whole (see the module docstring)
         node = await self._client.patch(resources.NODES, self.name, {"status": status}, patch_type="strategic",
@@ -116,8 +135,8 @@ class NodeAgent:
             self._event("Normal", reason, f"Node {self.name} status is now: {reason}")
 
     async def _reconcile_existing(self, wanted: dict[str, Any]) -> dict[str, Any]:
-        """Re-registration after a restart: keep the Node (its uid, what others set) but bring the labels the
-        kubelet owns, the provided-node-ip annotation and the podCIDR up to date, as kube's
+        """Re-registration after a restart: keep the Node (its uid, what others set, its pod CIDRs) but bring the
+        labels the kubelet owns and the provided-node-ip annotation up to date, as kube's
         `reconcileExistingNode` and status setters do (kube writes the annotation with its status patch; our
         `nodes/status` keeps only status, so it goes with this patch of the Node)."""
         existing = await self._client.get(resources.NODES, self.name)
@@ -130,34 +149,72 @@ class NodeAgent:
         provided_ip = nodestatus.provided_node_ip(self._config) or None  # None removes a stale one
         if (meta.get("annotations") or {}).get(nodestatus.PROVIDED_NODE_IP_ANNOTATION) != provided_ip:
             patch.setdefault("metadata", {})["annotations"] = {nodestatus.PROVIDED_NODE_IP_ANNOTATION: provided_ip}
-        if self._config.pod_cidr and not (existing.get("spec") or {}).get("podCIDR"):
-            patch["spec"] = {"podCIDR": self._config.pod_cidr, "podCIDRs": [self._config.pod_cidr]}
         if patch:
             existing = await self._client.patch(resources.NODES, self.name, patch)
         log.info("node %s was already registered; adopted it", self.name)
         return existing
 
-    def _current_status(self) -> dict[str, Any] | None:
-        """The Node's status as the watch last saw it (others write it too: the node lifecycle controller sets
-        Unknown); before the watch has it, what our last write returned."""
+    def _current_node(self) -> dict[str, Any] | None:
+        """The Node as the watch last saw it (others write it too: the node lifecycle controller sets Unknown,
+        node-ipam the pod CIDRs); before the watch has it, what our last write returned."""
         node = self.informer.indexer.get_by_key(self.name)
-        return (node.get("status") or {}) if node is not None else self._reported
+        return node if node is not None else self._written
+
+    def _current_status(self) -> dict[str, Any] | None:
+        node = self._current_node()
+        return (node.get("status") or {}) if node is not None else None
 
     def _remember(self, node: dict[str, Any]) -> dict[str, Any]:
         self.node_uid = (node.get("metadata") or {}).get("uid", "")
-        self._reported = node.get("status") or {}
+        self._written = node
         self._reported_at = time.monotonic()
         return node
 
+    # the pod CIDR ----------------------------------------------------------------------------------------
+
+    def _wanted_pod_cidr(self, node: dict[str, Any] | None) -> str:
+        """The Node's pod CIDRs joined by "," (kube's UpdateRuntimeConfig value), else the `--pod-cidr` start
+        value."""
+        spec = (node or {}).get("spec") or {}
+        cidrs = spec.get("podCIDRs") or ([spec["podCIDR"]] if spec.get("podCIDR") else [])
+        return ",".join(cidrs) or self._config.pod_cidr
+
+    def _node_changed(self, node: dict[str, Any], *_: Any) -> None:
+        if self._wanted_pod_cidr(node) != self.pod_cidr:
+            self._pod_cidr_changed.set()
+
+    async def _observe_and_pass_pod_cidr(self) -> tuple[nodestatus.Observed, bool]:
+        """What the status is computed from, after passing the pod CIDRs on to the runtime when they changed
+        (or again while its network is not ready); whether they changed."""
+        observed = await self._observe()
+        wanted = self._wanted_pod_cidr(self._current_node())
+        changed = wanted != self.pod_cidr
+        if not wanted or (not changed and observed.network_ready):
+            return observed, False
+        try:
+            await self._update_pod_cidr(wanted)
+        except CRIError as error:
+            log.warning("cannot pass the pod CIDR %s to the container runtime: %s", wanted, error)
+            return observed, False
+        if changed:
+            log.info("node %s: pod CIDR %s passed to the container runtime (was %r)", self.name, wanted,
+                     self.pod_cidr)
+        self.pod_cidr = wanted
+        return await self._observe(), changed  # the runtime's network may be ready now
+
+    # heartbeats ------------------------------------------------------------------------------------------
+
     async def _status_loop(self) -> None:
         # at once, then every period: a kubelet restarted on an existing Node (its VM started again) must not
-        # leave it NotReady for one more period
+        # leave it NotReady for one more period; and at once when the watch sees new pod CIDRs
         while True:
+            self._pod_cidr_changed.clear()
             try:
                 await self.update_status()
             except (api_errors.APIStatusError, OSError) as error:
                 log.warning("cannot update node status: %s", error)
-            await asyncio.sleep(self._config.node_status_update_frequency)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._pod_cidr_changed.wait(), self._config.node_status_update_frequency)
 
     async def _lease_loop(self) -> None:
         interval = self._config.node_lease_duration_seconds / 4

@@ -2,8 +2,12 @@
 `nodestatus/setters.go`), as pure functions of what the kubelet observed.
 
     machine_info(config)                  what the host offers: cores, memory, disk, boot id, kernel, OS
-    initial_node(config, machine, ...)    the Node to create: labels, annotations, taints, podCIDR, a first status
+    initial_node(config, machine, ...)    the Node to create: labels, annotations, taints, a first status
     node_status(observed, previous)       capacity, allocatable, conditions, addresses, nodeInfo, images
+    runtime_errors(conditions)            why the runtime (or its network) keeps the Node from being Ready
+
+The Node's spec.podCIDR is not the kubelet's to write: the controller manager's node-ipam controller allocates
+it, and the kubelet only reads it to pass it on to the runtime (node.py).
 
 The status is what the kubelet owns of the Node's status, sent as a strategic merge patch (node.py). Others
 write there too: the route controller sets the condition `NetworkUnavailable`, the cloud controller manager the
@@ -26,6 +30,7 @@ import ipaddress
 import os
 import platform
 import uuid
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
@@ -34,6 +39,7 @@ from typing import Any
 from minikube_py.api.quantity import render
 from minikube_py.api.validation.quantity import parse_quantity
 from minikube_py.kubelet.config import KUBELET_VERSION, KubeletConfig
+from minikube_py.kubelet.cri import api_pb2 as cri
 
 UNINITIALIZED_TAINT = {"key": "node.cloudprovider.kubernetes.io/uninitialized", "value": "true",
                        "effect": "NoSchedule"}
@@ -58,6 +64,7 @@ class Observed:
 
     runtime_version: str = ""  # e.g. "containerd://1.6.20"
     runtime_error: str = ""  # why the runtime is not ready; "" when it is
+    network_ready: bool = True  # False: the runtime answered that its pod network is not set up (no pod CIDR yet)
     images: list[dict[str, Any]] = field(default_factory=list)  # [{"names": [...], "sizeBytes": n}]
     node_ip: str = ""
     kubelet_port: int = 0
@@ -129,16 +136,10 @@ def initial_node(config: KubeletConfig, machine: MachineInfo, observed: Observed
     taints = list(config.register_with_taints)
     if config.cloud_provider == "external":
         taints.append(dict(UNINITIALIZED_TAINT))
-    spec: dict[str, Any] = {}
-    if config.pod_cidr:
-        spec["podCIDR"] = config.pod_cidr
-        spec["podCIDRs"] = [config.pod_cidr]
-    if taints:
-        spec["taints"] = taints
     return {
         "apiVersion": "v1", "kind": "Node",
         "metadata": {"name": config.node_name, "labels": node_labels(config), "annotations": node_annotations(config)},
-        "spec": spec,
+        "spec": {"taints": taints} if taints else {},
         "status": node_status(config, machine, observed, None, now),
     }
 
@@ -200,6 +201,26 @@ def condition_events(previous: dict[str, Any] | None, status: dict[str, Any]) ->
 
 def ready(status: dict[str, Any]) -> bool:
     return any(c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions") or [])
+
+
+def runtime_errors(conditions: Iterable[cri.RuntimeCondition]) -> str:
+    """The Ready condition's message for the runtime's CRI Status conditions, in kube's words ("" when both are
+    true): "container runtime not ready: RuntimeReady=false reason:... message:..." and "container runtime
+    network not ready: NetworkReady=false reason:NetworkPluginNotReady message:Network plugin returns error: cni
+    plugin not initialized" (a fresh node until it has a pod CIDR); both at once as "[first, second]"."""
+    by_type = {condition.type: condition for condition in conditions}
+    errors = [f"{prefix}: {_described(by_type.get(kind))}"
+              for kind, prefix in (("RuntimeReady", "container runtime not ready"),
+                                   ("NetworkReady", "container runtime network not ready"))
+              if kind not in by_type or not by_type[kind].status]
+    return f"[{', '.join(errors)}]" if len(errors) > 1 else "".join(errors)
+
+
+def _described(condition: cri.RuntimeCondition | None) -> str:
+    if condition is None:  # a runtime that does not report it: kube prints the missing condition as Go's nil
+        return "<nil>"
+    return (f"{condition.type}={str(condition.status).lower()} reason:{condition.reason} "
+            f"message:{condition.message}")
 
 
 def _conditions(observed: Observed) -> list[tuple[str, str, str, str]]:

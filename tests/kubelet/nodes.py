@@ -1,5 +1,6 @@
 """Nodes for the kubelet tests: `mkpy fake-cri` and `mkpy kubelet` as child processes against a real control
-plane, as `mkpy up --simulated-nodes` runs them."""
+plane, as `mkpy up --simulated-nodes` runs them. The runtime starts without a pod network; the kubelet passes
+on its `--pod-cidr` (these control planes allocate no node CIDRs), as it would its Node's spec.podCIDRs."""
 
 from __future__ import annotations
 
@@ -33,7 +34,7 @@ class FakeNode:
 
     def start_runtime(self) -> ChildProcess:
         self.runtime = ChildProcess([sys.executable, "-m", "minikube_py.cli.main", "fake-cri", f"--listen={self.socket}",
-                                 f"--pod-cidr={self.pod_cidr}", f"--node-name={self.name}"], self.dir / "fake-cri.log")
+                                     f"--node-name={self.name}"], self.dir / "fake-cri.log")
         return self.runtime
 
     def start_kubelet(self) -> None:

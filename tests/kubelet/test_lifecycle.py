@@ -9,6 +9,7 @@ it would be on containerd.
 from __future__ import annotations
 
 import base64
+import json
 import time
 from typing import Any
 
@@ -72,7 +73,7 @@ def test_node_registers_with_capacity_conditions_and_a_lease(api: httpx.Client, 
     labels = node["metadata"]["labels"]
     assert labels["kubernetes.io/hostname"] == fake_node.name
     assert labels["kubernetes.io/os"] == "linux"
-    assert node["spec"]["podCIDR"] == fake_node.pod_cidr
+    assert "podCIDR" not in node["spec"]  # node-ipam's to write (not running here); the kubelet only reads it
     status = node["status"]
     assert set(status["capacity"]) >= {"cpu", "memory", "pods", "ephemeral-storage"}
     assert status["capacity"]["pods"] == "110"
@@ -132,15 +133,39 @@ def test_exit_codes_decide_the_phase(api: httpx.Client, namespace: str, fake_nod
     assert container_status(once)["restartCount"] == 0
 
 
+def watch_steps(api: httpx.Client, namespace: str, pod: dict[str, Any], until: str,
+                timeout: float = 20) -> tuple[list[tuple[str, int]], dict[str, Any]]:
+    """What a watch on `pod` (from its creation) sees container main go through, up to the state `until`, as
+    `kubectl get pods -w` shows it: (the state's reason, or Running, and the restart count), repeats dropped.
+    Also the pod as the watch last saw it."""
+    steps: list[tuple[str, int]] = []
+    params = {"watch": "true", "fieldSelector": f"metadata.name={pod['metadata']['name']}",
+              "resourceVersion": pod["metadata"]["resourceVersion"], "timeoutSeconds": str(int(timeout))}
+    with api.stream("GET", f"/api/v1/namespaces/{namespace}/pods", params=params, timeout=timeout + 5) as response:
+        for line in response.iter_lines():
+            seen = json.loads(line)["object"]
+            statuses = seen["status"].get("containerStatuses") or []
+            if not statuses:
+                continue
+            (kind, state), = statuses[0]["state"].items()
+            current = (state.get("reason", kind.capitalize()), statuses[0]["restartCount"])
+            if not steps or steps[-1] != current:
+                steps.append(current)
+            if current[0] == until:
+                return steps, seen
+    raise AssertionError(f"container main never reached {until} within {timeout} s; it went {steps}")
+
+
 def test_crashing_container_restarts_with_crash_loop_back_off(api: httpx.Client, namespace: str,
                                                               fake_node: FakeNode) -> None:
-    create(api, namespace, make_pod("crash", annotations={f"{FAKE}exit-code.main": "1",
-                                                          f"{FAKE}run-seconds.main": "0.2"}))
-    # First crash: restarted at once; second crash: 10 s of CrashLoopBackOff before the next start.
-    waiting = wait_waiting(api, namespace, "crash", "CrashLoopBackOff", timeout=20)
-    assert waiting["message"].startswith("back-off 10s restarting failed container=main pod=crash_")
-    pod = get(api, namespace, "crash")
+    created = create(api, namespace, make_pod("crash", annotations={f"{FAKE}exit-code.main": "1",
+                                                                    f"{FAKE}run-seconds.main": "0.5"}))
+    # Each exit shows as Error first; the first restart is at once, the second waits 10 s of CrashLoopBackOff.
+    steps, pod = watch_steps(api, namespace, created, "CrashLoopBackOff")
+    assert steps == [("ContainerCreating", 0), ("Running", 0), ("Error", 0), ("Running", 1), ("Error", 1),
+                     ("CrashLoopBackOff", 1)]
     main = container_status(pod)
+    assert main["state"]["waiting"]["message"].startswith("back-off 10s restarting failed container=main pod=crash_")
     assert main["restartCount"] == 1
     assert main["lastState"]["terminated"]["exitCode"] == 1
     assert pod["status"]["phase"] == "Running"
@@ -336,5 +361,5 @@ def test_a_runtime_that_goes_away_makes_the_node_not_ready_until_it_is_back(api:
     # in a new container.
     def rerun() -> bool:
         status = container_status(get(api, namespace, "survivor"))
-        return status["containerID"] != before and "running" in status["state"]
+        return status.get("containerID") != before and "running" in status["state"]  # none while it waits
     eventually(rerun, 15, message="the pod running again in the restarted runtime")

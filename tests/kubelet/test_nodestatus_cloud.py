@@ -19,7 +19,7 @@ from minikube_py.kubelet import nodestatus
 from minikube_py.kubelet.config import KubeletConfig
 from minikube_py.kubelet.node import NodeAgent
 from tests.harness import ControlPlane
-from tests.kubelet.test_node import NodeClient, marked_unknown, registered
+from tests.kubelet.test_node import NodeClient, RuntimeNetwork, marked_unknown, registered
 
 ANNOTATION = "alpha.kubernetes.io/provided-node-ip"
 NETWORK_AVAILABLE = {"type": "NetworkUnavailable", "status": "False", "reason": "RouteCreated",
@@ -139,10 +139,12 @@ async def test_the_apiserver_merges_the_kubelets_status_patch_next_to_the_route_
     async with RESTClient(load_kubeconfig(str(control_plane.kubeconfig))) as client:
         config = KubeletConfig(node_name=name, root_dir=tmp_path, cloud_provider="external", node_ip="192.168.5.7")
 
-        async def observe() -> nodestatus.Observed:
-            return nodestatus.Observed(runtime_version="fake://0.1", node_ip=config.node_ip)
+        network = RuntimeNetwork(ready=True)
 
-        agent = NodeAgent(client, config, observe)
+        async def observe() -> nodestatus.Observed:
+            return network.observed(config.node_ip)
+
+        agent = NodeAgent(client, config, observe, network.update_runtime_config)
         try:
             registered_node = await agent.register()
             assert registered_node["metadata"]["annotations"][ANNOTATION] == "192.168.5.7"

@@ -22,9 +22,9 @@ from minikube_py.cli import nodes
 from minikube_py.cli.cloud import cloud, cloud_config_path, launch, state_path, write_cloud_config
 from minikube_py.cli.cluster import Cluster
 
-NODES = [nodes.Node("mkpy", "fake", "10.200.0.0/24", 20001, 20002),
-         nodes.Node("mkpy-m02", "fake", "10.200.1.0/24", 20003, 20004),
-         nodes.Node("mkpy-sim-001", "fake", "10.200.2.0/24", 20005, 20006, simulated=True)]
+NODES = [nodes.Node("mkpy", "fake", 20001, 20002),
+         nodes.Node("mkpy-m02", "fake", 20003, 20004),
+         nodes.Node("mkpy-sim-001", "fake", 20005, 20006, simulated=True)]
 
 
 @pytest.fixture(autouse=True)

@@ -111,6 +111,28 @@ class StatusResponse(_message.Message):
     info: _containers.ScalarMap[str, str]
     def __init__(self, status: _Optional[_Union[RuntimeStatus, _Mapping]] = ..., info: _Optional[_Mapping[str, str]] = ...) -> None: ...
 
+class NetworkConfig(_message.Message):
+    __slots__ = ("pod_cidr",)
+    POD_CIDR_FIELD_NUMBER: _ClassVar[int]
+    pod_cidr: str
+    def __init__(self, pod_cidr: _Optional[str] = ...) -> None: ...
+
+class RuntimeConfig(_message.Message):
+    __slots__ = ("network_config",)
+    NETWORK_CONFIG_FIELD_NUMBER: _ClassVar[int]
+    network_config: NetworkConfig
+    def __init__(self, network_config: _Optional[_Union[NetworkConfig, _Mapping]] = ...) -> None: ...
+
+class UpdateRuntimeConfigRequest(_message.Message):
+    __slots__ = ("runtime_config",)
+    RUNTIME_CONFIG_FIELD_NUMBER: _ClassVar[int]
+    runtime_config: RuntimeConfig
+    def __init__(self, runtime_config: _Optional[_Union[RuntimeConfig, _Mapping]] = ...) -> None: ...
+
+class UpdateRuntimeConfigResponse(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
 class Int64Value(_message.Message):
     __slots__ = ("value",)
     VALUE_FIELD_NUMBER: _ClassVar[int]

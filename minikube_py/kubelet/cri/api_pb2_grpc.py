@@ -150,6 +150,11 @@ class RuntimeServiceStub:
                 request_serializer=minikube__py_dot_kubelet_dot_cri_dot_api__pb2.StatusRequest.SerializeToString,
                 response_deserializer=minikube__py_dot_kubelet_dot_cri_dot_api__pb2.StatusResponse.FromString,
                 _registered_method=True)
+        self.UpdateRuntimeConfig = channel.unary_unary(
+                '/runtime.v1.RuntimeService/UpdateRuntimeConfig',
+                request_serializer=minikube__py_dot_kubelet_dot_cri_dot_api__pb2.UpdateRuntimeConfigRequest.SerializeToString,
+                response_deserializer=minikube__py_dot_kubelet_dot_cri_dot_api__pb2.UpdateRuntimeConfigResponse.FromString,
+                _registered_method=True)
 
 
 class RuntimeServiceServicer:
@@ -303,6 +308,13 @@ class RuntimeServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def UpdateRuntimeConfig(self, request, context):
+        """The node's pod CIDR(s), which the kubelet reads from its Node (spec.podCIDRs) and passes on.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_RuntimeServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -420,6 +432,11 @@ def add_RuntimeServiceServicer_to_server(servicer, server):
                     servicer.Status,
                     request_deserializer=minikube__py_dot_kubelet_dot_cri_dot_api__pb2.StatusRequest.FromString,
                     response_serializer=minikube__py_dot_kubelet_dot_cri_dot_api__pb2.StatusResponse.SerializeToString,
+            ),
+            'UpdateRuntimeConfig': grpc.unary_unary_rpc_method_handler(
+                    servicer.UpdateRuntimeConfig,
+                    request_deserializer=minikube__py_dot_kubelet_dot_cri_dot_api__pb2.UpdateRuntimeConfigRequest.FromString,
+                    response_serializer=minikube__py_dot_kubelet_dot_cri_dot_api__pb2.UpdateRuntimeConfigResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -1044,6 +1061,33 @@ class RuntimeService:
             '/runtime.v1.RuntimeService/Status',
             minikube__py_dot_kubelet_dot_cri_dot_api__pb2.StatusRequest.SerializeToString,
             minikube__py_dot_kubelet_dot_cri_dot_api__pb2.StatusResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def UpdateRuntimeConfig(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/runtime.v1.RuntimeService/UpdateRuntimeConfig',
+            minikube__py_dot_kubelet_dot_cri_dot_api__pb2.UpdateRuntimeConfigRequest.SerializeToString,
+            minikube__py_dot_kubelet_dot_cri_dot_api__pb2.UpdateRuntimeConfigResponse.FromString,
             options,
             channel_credentials,
             insecure,

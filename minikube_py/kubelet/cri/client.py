@@ -93,6 +93,12 @@ class RuntimeClient:
         """The RuntimeReady and NetworkReady conditions (and, verbose, the runtime's config)."""
         return await self._call(self._runtime, "Status", cri.StatusRequest(verbose=verbose))
 
+    async def update_runtime_config(self, pod_cidr: str) -> None:
+        """Tells the runtime the node's pod CIDRs (comma-separated), from the Node's spec.podCIDRs; a runtime
+        without a network config yet makes one for them (containerd renders its CNI template)."""
+        config = cri.RuntimeConfig(network_config=cri.NetworkConfig(pod_cidr=pod_cidr))
+        await self._call(self._runtime, "UpdateRuntimeConfig", cri.UpdateRuntimeConfigRequest(runtime_config=config))
+
     # --- pod sandboxes ----------------------------------------------------------------------------------
 
     async def run_pod_sandbox(self, config: cri.PodSandboxConfig, runtime_handler: str = "") -> str:

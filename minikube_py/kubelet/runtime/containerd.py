@@ -4,8 +4,7 @@ Several mkpy nodes share one host, so each node's containerd gets its own everyt
 directories, gRPC socket, runc state root, cgroup, CNI bridge and pod subnet. `mkpy up` does, per node:
 
     layout = ContainerdLayout(cluster_dir / "nodes" / node_name / "containerd")
-    write_config(layout, pod_cidr="10.88.1.0/24", bridge_name="mkpy1",
-                 cgroup_parent="/mkpy-node1", sandbox_image=PAUSE_IMAGE)
+    write_config(layout, bridge_name="mkpy1", cgroup_parent="/mkpy-node1", sandbox_image=PAUSE_IMAGE)
     ensure_host_network(cluster_cidr="10.88.0.0/16")       # once per host
     start containerd_argv(layout) with stderr to layout.log_path
     await wait_ready(layout.socket, timeout=10)             # CRI answers: now import images, start kubelet
@@ -13,6 +12,22 @@ directories, gRPC socket, runc state root, cgroup, CNI bridge and pod subnet. `m
 and when the node is deleted (after its pods are removed and containerd has stopped):
 `remove_bridge(bridge_name)`, `remove_cgroup_tree(cgroup_parent)`, and with the last node
 `remove_host_network(cluster_cidr)`. `available()` says whether this machine can run containerd at all.
+
+The pod subnet is not known here: the controller manager's node-ipam controller writes it into the Node's
+spec.podCIDR, the kubelet reads it from there and passes it on with the CRI call UpdateRuntimeConfig, and
+containerd renders the CNI network config from a template then, as on a kubeadm node whose containerd has
+`conf_template` set:
+
+    write_config            cni/conflist.tmpl (subnet "{{.PodCIDR}}"), config.toml naming it
+    containerd starts       no network config in cni/net.d: CRI Status says NetworkReady=false
+                            (NetworkPluginNotReady, "cni plugin not initialized"), RunPodSandbox fails
+    UpdateRuntimeConfig     containerd renders the template into cni/net.d/10-containerd-net.conflist with the
+                            first CIDR as .PodCIDR, loads it: NetworkReady=true
+    UpdateRuntimeConfig     once a network config is loaded: nothing (a CIDR that changes later is ignored)
+
+The rendered file stays when the node stops, so after `mkpy down` and `mkpy up` containerd loads it at start
+and the kubelet's UpdateRuntimeConfig changes nothing; `remove_network_config` drops it when the node goes
+for good (a node that comes back under the same name may get another pod CIDR).
 
 Why the config looks the way it does (each line was needed on these machines):
 * `stream_server_port = "0"`: the streaming server (exec/attach/port-forward) defaults to port 10010, and a
@@ -23,10 +38,10 @@ Why the config looks the way it does (each line was needed on these machines):
 * `[cgroup] path`: containerd (and the shims it starts) live in `<cgroup_parent>/containerd`; the kubelet
   puts pods beside it in `<cgroup_parent>/pod<uid>`, so one node's processes form one cgroup tree.
 * CNI: bridge (node-local gateway, hairpin so a pod reaches itself through a Service) with host-local IPAM
-  on the node's pod CIDR, then portmap (hostPort) and firewall (lets pod traffic through a FORWARD chain
-  whose policy is DROP, as on Docker hosts). No masquerading in the bridge: one host-wide rule
-  (`ensure_host_network`) NATs only traffic leaving the cluster CIDR, so pods see each other's real IPs.
-  containerd itself brings up `lo` in every pod, so loopback is not in the chain.
+  on the node's pod CIDR (the template's `{{.PodCIDR}}`), then portmap (hostPort) and firewall (lets pod
+  traffic through a FORWARD chain whose policy is DROP, as on Docker hosts). No masquerading in the bridge:
+  one host-wide rule (`ensure_host_network`) NATs only traffic leaving the cluster CIDR, so pods see each
+  other's real IPs. containerd itself brings up `lo` in every pod, so loopback is not in the chain.
 """
 
 from __future__ import annotations
@@ -53,6 +68,7 @@ CGROUP_ROOT = Path("/sys/fs/cgroup")
 MAX_SOCKET_PATH = 107 - len(".ttrpc")  # sun_path holds 107 bytes; containerd adds "<socket>.ttrpc"
 _BRIDGE_NAME_RE = re.compile(r"^[A-Za-z0-9_.-]{1,15}$")  # a Linux interface name: at most 15 bytes
 MASQUERADE_COMMENT = "mkpy: pod traffic leaving the cluster"
+RENDERED_CNI_CONFIG = "10-containerd-net.conflist"  # the name containerd's CRI plugin renders its template to
 
 
 @dataclass(frozen=True)
@@ -93,7 +109,13 @@ class ContainerdLayout:
 
     @property
     def cni_conf_dir(self) -> Path:
+        """Where containerd looks for the CNI network config (and renders its template to)."""
         return self.dir / "cni" / "net.d"
+
+    @property
+    def cni_conf_template(self) -> Path:
+        """The Go template of the network config; outside cni_conf_dir, which containerd loads every file of."""
+        return self.dir / "cni" / "conflist.tmpl"
 
     @property
     def ipam_data_dir(self) -> Path:
@@ -106,16 +128,13 @@ class ContainerdLayout:
         return self.dir / "containerd.log"
 
 
-def write_config(layout: ContainerdLayout, pod_cidr: str, bridge_name: str, cgroup_parent: str,
-                 sandbox_image: str) -> Path:
-    """Writes the node's config.toml and CNI network config; returns the config.toml path.
+def write_config(layout: ContainerdLayout, bridge_name: str, cgroup_parent: str, sandbox_image: str) -> Path:
+    """Writes the node's config.toml and CNI network config template; returns the config.toml path.
 
-    `pod_cidr` is the node's pod subnet (its Node's spec.podCIDR), `bridge_name` the host interface its pods
-    hang off (unique per host, at most 15 characters), `cgroup_parent` the node's cgroup ("" keeps
-    containerd in the cgroup it was started in), `sandbox_image` the pause image every pod starts with.
-    Safe to call again while containerd runs: the CNI file is replaced atomically (containerd watches it).
+    `bridge_name` is the host interface the node's pods hang off (unique per host, at most 15 characters),
+    `cgroup_parent` the node's cgroup ("" keeps containerd in the cgroup it was started in), `sandbox_image`
+    the pause image every pod starts with. A network config rendered earlier is left alone (see above).
     """
-    subnet = ipv4_network(pod_cidr, "pod CIDR")
     if not _BRIDGE_NAME_RE.match(bridge_name):
         raise ValueError(f"invalid bridge name {bridge_name!r}: 1-15 letters, digits, '_', '.' or '-'")
     if cgroup_parent and not cgroup_parent.startswith("/"):
@@ -125,8 +144,7 @@ def write_config(layout: ContainerdLayout, pod_cidr: str, bridge_name: str, cgro
                          "use a shorter cluster directory")
     for directory in (layout.root, layout.state, layout.runc_root, layout.cni_conf_dir, layout.ipam_data_dir):
         directory.mkdir(parents=True, exist_ok=True)
-    _write_atomically(layout.cni_conf_dir / "10-mkpy.conflist",
-                      json.dumps(_cni_network(layout, subnet, bridge_name), indent=2) + "\n")
+    _write_atomically(layout.cni_conf_template, json.dumps(_cni_network(layout, bridge_name), indent=2) + "\n")
     _write_atomically(layout.config_path, _config_toml(layout, cgroup_parent, sandbox_image))
     return layout.config_path
 
@@ -154,6 +172,7 @@ state = {q(str(layout.state))}
 {cri}.cni]
   bin_dir = {q(str(CNI_BIN_DIR))}
   conf_dir = {q(str(layout.cni_conf_dir))}
+  conf_template = {q(str(layout.cni_conf_template))}
   max_conf_num = 1
 
 {cri}.containerd]
@@ -169,7 +188,8 @@ state = {q(str(layout.state))}
 """
 
 
-def _cni_network(layout: ContainerdLayout, subnet: ipaddress.IPv4Network, bridge_name: str) -> dict:
+def _cni_network(layout: ContainerdLayout, bridge_name: str) -> dict:
+    """The network config, with the subnet left to containerd's template rendering (Go's text/template)."""
     return {
         "cniVersion": "1.0.0",
         "name": f"mkpy-{bridge_name}",
@@ -182,7 +202,7 @@ def _cni_network(layout: ContainerdLayout, subnet: ipaddress.IPv4Network, bridge
                 "hairpinMode": True,
                 "ipam": {
                     "type": "host-local",
-                    "ranges": [[{"subnet": str(subnet)}]],
+                    "ranges": [[{"subnet": "{{.PodCIDR}}"}]],
                     "routes": [{"dst": "0.0.0.0/0"}],
                     "dataDir": str(layout.ipam_data_dir),
                 },
@@ -209,14 +229,14 @@ def available() -> tuple[bool, str]:
     return True, f"containerd, runc and the CNI plugins in {CNI_BIN_DIR} are installed"
 
 
-def ipv4_network(cidr: str, what: str) -> ipaddress.IPv4Network:
-    """`cidr` parsed as an IPv4 network; ValueError naming `what` and the value when it is not one."""
+def _cluster_network(cidr: str) -> ipaddress.IPv4Network:
+    """`cidr` parsed as an IPv4 network; ValueError naming the value when it is not one."""
     try:
         network = ipaddress.ip_network(cidr, strict=True)
     except ValueError as error:
-        raise ValueError(f"invalid {what} {cidr!r}: {error}") from None
+        raise ValueError(f"invalid cluster CIDR {cidr!r}: {error}") from None
     if not isinstance(network, ipaddress.IPv4Network):
-        raise ValueError(f"invalid {what} {cidr!r}: only IPv4 pod networks are supported")
+        raise ValueError(f"invalid cluster CIDR {cidr!r}: only IPv4 pod networks are supported")
     return network
 
 
@@ -225,7 +245,7 @@ def ensure_host_network(cluster_cidr: str) -> None:
 
     Idempotent: the MASQUERADE rule is added only when `iptables -C` does not find it.
     """
-    rule = _masquerade_rule(ipv4_network(cluster_cidr, "cluster CIDR"))
+    rule = _masquerade_rule(_cluster_network(cluster_cidr))
     Path("/proc/sys/net/ipv4/ip_forward").write_text("1\n")
     if _iptables("-C", rule).returncode != 0:
         _check(_iptables("-A", rule))
@@ -233,7 +253,7 @@ def ensure_host_network(cluster_cidr: str) -> None:
 
 def remove_host_network(cluster_cidr: str) -> None:
     """Removes the rule `ensure_host_network` added (when a cluster is deleted); absent is fine."""
-    rule = _masquerade_rule(ipv4_network(cluster_cidr, "cluster CIDR"))
+    rule = _masquerade_rule(_cluster_network(cluster_cidr))
     while _iptables("-C", rule).returncode == 0:
         _check(_iptables("-D", rule))
 
@@ -289,6 +309,11 @@ def remove_cgroup_tree(cgroup_path: str) -> None:
             os.rmdir(directory)
 
 
+def remove_network_config(layout: ContainerdLayout) -> None:
+    """Forgets the network config containerd rendered for the node's pod CIDR (absent is fine)."""
+    (layout.cni_conf_dir / RENDERED_CNI_CONFIG).unlink(missing_ok=True)
+
+
 def remove_bridge(bridge_name: str) -> None:
     """Deletes the node's bridge: the CNI bridge plugin creates it for the first pod and never removes it."""
     if Path("/sys/class/net", bridge_name).exists():
@@ -296,6 +321,6 @@ def remove_bridge(bridge_name: str) -> None:
 
 
 def _write_atomically(path: Path, text: str) -> None:
-    temporary = path.with_name(f".{path.name}.tmp")  # a name containerd's CNI watcher ignores
+    temporary = path.with_name(f".{path.name}.tmp")
     temporary.write_text(text)
     os.replace(temporary, path)

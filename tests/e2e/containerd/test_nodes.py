@@ -6,6 +6,7 @@ logs, exec and port-forward back through the kubelet's API and containerd's stre
 
 from __future__ import annotations
 
+import ipaddress
 import time
 
 import pytest
@@ -107,7 +108,13 @@ def test_pods_on_two_nodes_talk_to_each_other(nodes_cluster: KubeCluster, ns: st
                                          "httpd -f -p 8080 -h /www", node="nodes")
     run_pod(nodes_cluster, ns, "client", "sleep 3600", node="nodes-m02")
     server = wait_running(nodes_cluster, ns, "server")
-    wait_running(nodes_cluster, ns, "client")
+    client = wait_running(nodes_cluster, ns, "client")
+    # each node's pods take their IPs from the pod CIDR the KCM's node-ipam gave its Node (the kubelet passed it
+    # on to containerd, which rendered its CNI config with it)
+    for pod in (server, client):
+        spec = nodes_cluster.kubectl_json("get", "node", pod["spec"]["nodeName"])["spec"]
+        assert spec["podCIDRs"] == [spec["podCIDR"]]
+        assert ipaddress.ip_address(pod["status"]["podIP"]) in ipaddress.ip_network(spec["podCIDR"]), (pod, spec)
     ip = server["status"]["podIP"]
     answer = wait_until(lambda: nodes_cluster.kubectl(
         "exec", "client", "-n", ns, "--", "sh", "-c", f"timeout 5 wget -qO- http://{ip}:8080/", check=False

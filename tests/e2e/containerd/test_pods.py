@@ -352,7 +352,7 @@ def test_a_cluster_stopped_and_started_again_runs_its_pods_again(mkpy: Mkpy) -> 
         def running_again() -> dict[str, Any] | None:
             pod = get_pod(cluster, "default", "keeper")
             status = container_status(pod)
-            return pod if status["containerID"] != container_status(before)["containerID"] and \
+            return pod if status.get("containerID") != container_status(before)["containerID"] and \
                 "running" in status["state"] else None
 
         after = wait_until(running_again, "the pod running in a new container", timeout=30)

@@ -132,6 +132,33 @@ def test_a_bad_pod_cidr_is_refused(cidr: str):
         FakeRuntime(pod_cidr=cidr)
 
 
+def test_without_a_pod_cidr_pods_wait_for_the_one_the_kubelet_passes_on_and_later_ones_change_nothing(
+        clock: Clock, timers: FakeTimers):
+    runtime = FakeRuntime(pod_cidr="", clock=clock, timers=timers)
+    with pytest.raises(RuntimeFailure, match=r'failed to setup network for sandbox "[0-9a-f]{64}": '
+                                             r"cni plugin not initialized$"):
+        runtime.run_pod_sandbox(pod("a"))
+    assert runtime.run_pod_sandbox(pod("host", host_network=True)).ip == ""  # no CNI for the node's network
+    runtime.update_runtime_config("")
+    assert runtime.pod_ips is None
+    runtime.update_runtime_config("10.244.5.0/24, fd00:5::/64")  # the first CIDR is the pod network
+    assert runtime.run_pod_sandbox(pod("a")).ip == "10.244.5.2"  # the fake frees a failed sandbox's name
+    runtime.update_runtime_config("10.244.6.0/24")  # as containerd once its CNI config is loaded: ignored
+    assert runtime.run_pod_sandbox(pod("b")).ip == "10.244.5.3"
+
+
+@pytest.mark.parametrize(("cidrs", "message"), [
+    ("banana", "get routes: invalid CIDR address: banana"),
+    ("10.244.5.0/24,fd00::/200", "get routes: invalid CIDR address: fd00::/200"),
+    ("10.244.5.7/24", "invalid pod CIDR 10.244.5.7/24: 10.244.5.7/24 has host bits set"),
+])
+def test_a_bad_pod_cidr_from_the_kubelet_is_refused_and_changes_nothing(cidrs: str, message: str):
+    runtime = FakeRuntime(pod_cidr="")
+    with pytest.raises(RuntimeFailure, match=re.escape(message)):
+        runtime.update_runtime_config(cidrs)
+    assert runtime.pod_ips is None
+
+
 def test_stopping_a_sandbox_kills_its_containers_and_releases_its_ip(runtime: FakeRuntime):
     config = pod()
     container_id = started(runtime, config)

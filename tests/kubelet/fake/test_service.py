@@ -82,6 +82,33 @@ async def test_version_and_status_report_a_ready_fake_runtime(client: RuntimeCli
     assert json.loads(status.info["config"])["nodeName"] == "sim-1"
 
 
+async def test_without_a_pod_cidr_the_network_is_not_ready_until_the_kubelet_passes_one_on(short_dir: str):
+    server = await serve(os.path.join(short_dir, "fresh.sock"), FakeRuntime(pod_cidr="", node_name="sim-2"))
+    try:
+        async with RuntimeClient(server.endpoint, timeout=10) as client:
+            status = await client.status(verbose=True)
+            assert [(c.type, c.status, c.reason, c.message) for c in status.status.conditions] == [
+                ("RuntimeReady", True, "", ""),
+                ("NetworkReady", False, "NetworkPluginNotReady",
+                 "Network plugin returns error: cni plugin not initialized")]
+            assert json.loads(status.info["config"])["podCIDR"] == ""
+            with pytest.raises(CRIError, match=r'failed to setup network for sandbox "[0-9a-f]{64}": '
+                                               r"cni plugin not initialized$") as raised:
+                await client.run_pod_sandbox(pod())
+            assert raised.value.code == grpc.StatusCode.UNKNOWN
+            with pytest.raises(CRIError, match="get routes: invalid CIDR address: banana"):
+                await client.update_runtime_config("banana")
+
+            await client.update_runtime_config("10.244.9.0/24")
+            status = await client.status(verbose=True)
+            assert all(c.status for c in status.status.conditions)
+            assert json.loads(status.info["config"])["podCIDR"] == "10.244.9.0/24"
+            sandbox_id = await client.run_pod_sandbox(pod())
+            assert (await client.pod_sandbox_status(sandbox_id)).status.network.ip == "10.244.9.2"
+    finally:
+        await server.stop()
+
+
 async def test_a_pod_runs_as_the_kubelet_drives_it_and_its_log_reads_back(client: RuntimeClient, short_dir: str):
     sandbox_id, container_id = await run_container(client, pod(log_directory=os.path.join(short_dir, "pods")))
     sandbox = (await client.pod_sandbox_status(sandbox_id)).status

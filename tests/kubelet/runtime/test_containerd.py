@@ -1,8 +1,9 @@
 """Per-node containerd, for real: two containerd side by side on this host, pods on both, images loaded.
 
 The module starts two throwaway containerd processes ("node1" and "node2", each with its own directory,
-socket, pod subnet, bridge and cgroup), imports the built-in images into both, and removes everything
-(pods, processes, bridges, cgroups) at the end. It needs root and containerd: run scripts/setup-containerd.
+socket, bridge and cgroup), gives each its pod subnet as the kubelet does (CRI UpdateRuntimeConfig: containerd
+renders its CNI config template), imports the built-in images into both, and removes everything (pods,
+processes, bridges, cgroups) at the end. It needs root and containerd: run scripts/setup-containerd.
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ from minikube_py.kubelet.images.oci import ImageConfig, write_archive
 from minikube_py.kubelet.runtime import containerd
 from minikube_py.kubelet.runtime.containerd import (
     MASQUERADE_COMMENT,
+    RENDERED_CNI_CONFIG,
     ContainerdLayout,
     available,
     containerd_argv,
@@ -49,6 +51,7 @@ from minikube_py.kubelet.runtime.containerd import (
     remove_bridge,
     remove_cgroup_tree,
     remove_host_network,
+    remove_network_config,
     wait_ready,
     write_config,
 )
@@ -66,14 +69,14 @@ class Node:
     bridge: str
     cgroup_parent: str
     process: subprocess.Popen[bytes]
+    network_before: tuple[bool, str, str] = (True, "", "")  # NetworkReady (status, reason, message) before
 
 
 # --- config, without running containerd -----------------------------------------------------------------
 
 
 def node_config(tmp_path: Path, **overrides: str) -> Path:
-    arguments = {"pod_cidr": "10.88.1.0/24", "bridge_name": "mkpy1", "cgroup_parent": "/mkpy-node1",
-                 "sandbox_image": PAUSE_IMAGE, **overrides}
+    arguments = {"bridge_name": "mkpy1", "cgroup_parent": "/mkpy-node1", "sandbox_image": PAUSE_IMAGE, **overrides}
     return write_config(ContainerdLayout(tmp_path / "node1"), **arguments)
 
 
@@ -88,19 +91,42 @@ def test_config_gives_each_node_its_own_paths_ports_and_network(tmp_path: Path) 
     assert plugin["stream_server_port"] == "0" and plugin["stream_server_address"] == "127.0.0.1"
     assert plugin["sandbox_image"] == PAUSE_IMAGE
     assert plugin["restrict_oom_score_adj"] is True and plugin["disable_apparmor"] is True
-    assert plugin["cni"] == {"bin_dir": "/usr/lib/cni", "conf_dir": str(layout.cni_conf_dir), "max_conf_num": 1}
+    assert plugin["cni"] == {"bin_dir": "/usr/lib/cni", "conf_dir": str(layout.cni_conf_dir),
+                             "conf_template": str(layout.cni_conf_template), "max_conf_num": 1}
     runc = plugin["containerd"]["runtimes"]["runc"]
     assert runc["options"] == {"Root": str(layout.runc_root), "SystemdCgroup": False}
+    assert containerd_argv(layout)[1:] == ["--config", str(layout.config_path)]
 
-    [conflist] = layout.cni_conf_dir.iterdir()  # and no temporary file left behind
-    network = json.loads(conflist.read_text())
-    bridge, portmap, firewall = network["plugins"]
+    # no network config until the kubelet passes on the pod CIDR; the template is outside conf_dir
+    assert list(layout.cni_conf_dir.iterdir()) == []
+    assert sorted(path.name for path in layout.cni_conf_template.parent.iterdir()) == [
+        "conflist.tmpl", "ipam", "net.d"]  # and no temporary file left behind
+
+
+def test_the_cni_template_renders_the_bridge_network_on_the_pod_cidr(tmp_path: Path) -> None:
+    layout = ContainerdLayout(tmp_path / "node1")
+    node_config(tmp_path)
+    template = layout.cni_conf_template.read_text()
+    assert template.count("{{") == 1  # .PodCIDR is all containerd fills in
+    rendered = json.loads(template.replace("{{.PodCIDR}}", "10.88.1.0/24"))  # what text/template makes of it
+    bridge, portmap, firewall = rendered["plugins"]
     assert (bridge["type"], bridge["bridge"], bridge["isGateway"], bridge["ipMasq"], bridge["hairpinMode"]) == (
         "bridge", "mkpy1", True, False, True)
     assert bridge["ipam"]["ranges"] == [[{"subnet": "10.88.1.0/24"}]]
     assert bridge["ipam"]["dataDir"] == str(layout.ipam_data_dir)
     assert (portmap["type"], firewall["type"]) == ("portmap", "firewall")
-    assert containerd_argv(layout)[1:] == ["--config", str(layout.config_path)]
+
+
+def test_a_rendered_network_config_outlives_a_new_config_until_removed(tmp_path: Path) -> None:
+    layout = ContainerdLayout(tmp_path / "node1")
+    node_config(tmp_path)
+    rendered = layout.cni_conf_dir / RENDERED_CNI_CONFIG
+    rendered.write_text("{}")  # as containerd leaves it; `mkpy up` writes the config again at every start
+    node_config(tmp_path)
+    assert rendered.read_text() == "{}"
+    remove_network_config(layout)
+    remove_network_config(layout)  # already gone is fine
+    assert not rendered.exists()
 
 
 def test_config_without_cgroup_parent_leaves_containerd_where_it_starts(tmp_path: Path) -> None:
@@ -108,11 +134,6 @@ def test_config_without_cgroup_parent_leaves_containerd_where_it_starts(tmp_path
 
 
 @pytest.mark.parametrize(("overrides", "message"), [
-    pytest.param({"pod_cidr": "10.88.1.0/33"}, "invalid pod CIDR '10.88.1.0/33'", id="prefix too long"),
-    pytest.param({"pod_cidr": "banana"}, "invalid pod CIDR 'banana'", id="not an address"),
-    pytest.param({"pod_cidr": "10.88.1.7/24"}, "invalid pod CIDR '10.88.1.7/24': 10.88.1.7/24 has host bits set",
-                 id="host bits set"),
-    pytest.param({"pod_cidr": "fd00::/64"}, "invalid pod CIDR 'fd00::/64': only IPv4", id="IPv6"),
     pytest.param({"bridge_name": "a-bridge-name-too-long"}, "invalid bridge name", id="bridge name > 15"),
     pytest.param({"cgroup_parent": "mkpy-node1"}, "invalid cgroup parent 'mkpy-node1'", id="relative cgroup"),
 ])
@@ -125,7 +146,7 @@ def test_config_refuses_bad_values_naming_them(overrides: dict[str, str], messag
 
 def test_config_refuses_a_socket_path_longer_than_unix_sockets_allow(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="socket path .* is longer than 101 characters"):
-        write_config(ContainerdLayout(tmp_path / ("x" * 100)), "10.88.1.0/24", "mkpy1", "", PAUSE_IMAGE)
+        write_config(ContainerdLayout(tmp_path / ("x" * 100)), "mkpy1", "", PAUSE_IMAGE)
 
 
 def test_available_says_why_not(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -180,6 +201,7 @@ def nodes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[Node]]:
         for number in (1, 2):
             started.append(start_node(directory, number))
         asyncio.run(wait_until_ready(started))
+        asyncio.run(pass_pod_cidrs(started))
         for node in started:
             for archive in images:
                 import_image(node.layout.socket, archive)
@@ -193,7 +215,7 @@ def start_node(directory: Path, number: int) -> Node:
     layout = ContainerdLayout(directory / f"node{number}")
     pod_cidr, bridge = f"{SUBNET_BASE}.{number}.0/24", f"mkt{TAG}n{number}"
     cgroup_parent = f"/mkpy-test-{TAG}-node{number}"
-    write_config(layout, pod_cidr, bridge, cgroup_parent, PAUSE_IMAGE)
+    write_config(layout, bridge, cgroup_parent, PAUSE_IMAGE)
     with layout.log_path.open("wb") as log:
         process = subprocess.Popen(containerd_argv(layout), stdout=subprocess.DEVNULL, stderr=log)
     return Node(f"node{number}", layout, pod_cidr, bridge, cgroup_parent, process)
@@ -205,6 +227,19 @@ async def wait_until_ready(nodes: list[Node]) -> None:
     except TimeoutError as error:
         logs = "\n".join(node.layout.log_path.read_text()[-2000:] for node in nodes)
         raise AssertionError(f"{error}\n{logs}") from None
+
+
+def network_ready(status: cri.StatusResponse) -> tuple[bool, str, str]:
+    network = next(c for c in status.status.conditions if c.type == "NetworkReady")
+    return network.status, network.reason, network.message
+
+
+async def pass_pod_cidrs(nodes: list[Node]) -> None:
+    """What each node's kubelet does once its Node has a pod CIDR."""
+    for node in nodes:
+        async with RuntimeClient(str(node.layout.socket), timeout=10) as runtime:
+            node.network_before = network_ready(await runtime.status())
+            await runtime.update_runtime_config(node.pod_cidr)
 
 
 def stop_node(node: Node) -> None:
@@ -302,6 +337,20 @@ async def test_busybox_pods_run_on_two_containerd_nodes_side_by_side(nodes: list
             pod2.container_id, ["timeout", "5", "wget", "-q", "-O-", f"http://{pod1.ip}:8080/"], timeout=10)
         await runtime.remove_pod_sandbox(pod2.sandbox_id)
     assert (fetched.exit_code, fetched.stdout, fetched.stderr) == (0, b"page of node1\n", b"")
+
+
+async def test_containerd_renders_its_network_from_the_first_pod_cidr_it_is_given_and_keeps_it(
+        nodes: list[Node]) -> None:
+    node = nodes[0]
+    assert node.network_before == (False, "NetworkPluginNotReady",
+                                   "Network plugin returns error: cni plugin not initialized")
+    rendered = node.layout.cni_conf_dir / RENDERED_CNI_CONFIG
+    [[network_range]] = json.loads(rendered.read_text())["plugins"][0]["ipam"]["ranges"]
+    assert network_range == {"subnet": node.pod_cidr}
+    async with RuntimeClient(str(node.layout.socket)) as runtime:
+        assert network_ready(await runtime.status()) == (True, "", "")
+        await runtime.update_runtime_config(f"{SUBNET_BASE}.99.0/24")  # a network is loaded: nothing changes
+    assert json.loads(rendered.read_text())["plugins"][0]["ipam"]["ranges"] == [[network_range]]
 
 
 async def test_pod_ips_are_recorded_in_the_node_ipam_directory(nodes: list[Node]) -> None:

@@ -2,7 +2,7 @@
 
 Simulated nodes (the kubemark/kwok idea) need a runtime that answers CRI as containerd does without running
 anything. `FakeRuntime` keeps what containerd's CRI plugin keeps (sandboxes with their pod IP, containers
-with their state, the images present) and moves containers through the same states:
+with their state, the images present, the pod network) and moves containers through the same states:
 
     CreateContainer -> CREATED -> StartContainer -> RUNNING -> exit, StopContainer -> EXITED -> RemoveContainer
 
@@ -13,6 +13,13 @@ A container "runs" without a process; the pod's annotations (its sandbox config'
     fake.cri.mkpy.dev/start-error.<container>     StartContainer fails with this message
     fake.cri.mkpy.dev/exec-exit-code.<container>  ExecSync answers with this exit code (default 0)
     fake.cri.mkpy.dev/pull-error                  PullImage for this pod fails with this message
+
+The pod network: `FakeRuntime(pod_cidr="")`, as simulated nodes and `mkpy fake-cri` start, has none until the
+kubelet passes on its Node's spec.podCIDRs (UpdateRuntimeConfig), like containerd rendering its CNI config
+template: until then Status says NetworkReady=false and RunPodSandbox fails with "cni plugin not
+initialized"; then pod IPs come from the first CIDR, and later CIDRs change nothing. A `pod_cidr` given at
+construction (by default 10.244.0.0/24, handy in tests; `mkpy fake-cri --pod-cidr`) is a network from the
+start, like a CNI config already on disk.
 
 Containers write CRI log lines (logs.py) to their log_path when they start, exit or are stopped, so
 `kubectl logs` has something to show. Everything else follows containerd 1.6: names are reserved per pod
@@ -46,6 +53,7 @@ from minikube_py.kubelet.cri.logs import format_line
 PAUSE_IMAGE = "registry.k8s.io/pause:3.10"
 BUSYBOX_IMAGE = "docker.io/library/busybox:latest"
 DEFAULT_POD_CIDR = "10.244.0.0/24"
+NETWORK_NOT_INITIALIZED = "cni plugin not initialized"  # containerd's (go-cni's) word for "no network config"
 ANNOTATION_PREFIX = "fake.cri.mkpy.dev/"
 PULL_ERROR_ANNOTATION = ANNOTATION_PREFIX + "pull-error"
 START_ERROR_EXIT_CODE = 128  # what containerd reports when a container's process could not start
@@ -335,7 +343,7 @@ class FakeRuntime:
                  sandbox_image: str = PAUSE_IMAGE, images: Iterable[str] = (PAUSE_IMAGE, BUSYBOX_IMAGE),
                  clock: Callable[[], int] = time.time_ns, timers: Timers | None = None) -> None:
         self.node_name = node_name
-        self.pod_ips = PodIPPool(pod_cidr)
+        self.pod_ips = PodIPPool(pod_cidr) if pod_cidr else None  # None: the network is not set up yet
         self.sandbox_image = str(parse_reference(sandbox_image))
         self.clock = clock
         self._timers = timers
@@ -347,6 +355,24 @@ class FakeRuntime:
         self._image_ids: dict[str, str] = {}  # every tag and digest reference -> image id
         for ref in images:
             self._add_image(Image.made_up_for(parse_reference(ref)))
+
+    # --- the pod network ---
+
+    def update_runtime_config(self, pod_cidr: str) -> None:
+        """The node's pod CIDRs, comma-separated (UpdateRuntimeConfig): the first becomes the pod network,
+        unless there is one already; an empty value changes nothing. All must parse, as containerd checks."""
+        cidrs = [cidr.strip() for cidr in pod_cidr.split(",") if cidr.strip()]
+        for cidr in cidrs:
+            try:
+                ipaddress.ip_network(cidr, strict=False)
+            except ValueError:
+                raise RuntimeFailure(f"get routes: invalid CIDR address: {cidr}") from None
+        if not cidrs or self.pod_ips is not None:
+            return
+        try:
+            self.pod_ips = PodIPPool(cidrs[0])
+        except ValueError as error:
+            raise RuntimeFailure(f"invalid pod CIDR {cidrs[0]}: {error}") from None
 
     # --- sandboxes ---
 
@@ -362,13 +388,11 @@ class FakeRuntime:
                           config=config, runtime_handler=runtime_handler, created_at=self.clock())
         _reserve(self._sandbox_names, "sandbox", sandbox.name, sandbox.id)
         if not sandbox.host_network:
-            ip = self.pod_ips.allocate()
-            if ip is None:
+            try:
+                sandbox.ip = self._allocate_ip(sandbox)
+            except RuntimeFailure:
                 del self._sandbox_names[sandbox.name]
-                raise RuntimeFailure(
-                    f'failed to setup network for sandbox "{sandbox.id}": plugin type="host-local" failed (add): '
-                    f"failed to allocate for range 0: no IP addresses available in range set: {self.pod_ips.range}")
-            sandbox.ip = ip
+                raise
         self._sandboxes[sandbox.id] = sandbox
         return sandbox
 
@@ -403,8 +427,18 @@ class FakeRuntime:
         return [sandbox for sandbox in candidates
                 if (state is None or sandbox.state == state) and _selected(sandbox.config.labels, labels)]
 
+    def _allocate_ip(self, sandbox: Sandbox) -> str:
+        failure = f'failed to setup network for sandbox "{sandbox.id}"'
+        if self.pod_ips is None:
+            raise RuntimeFailure(f"{failure}: {NETWORK_NOT_INITIALIZED}")
+        ip = self.pod_ips.allocate()
+        if ip is None:
+            raise RuntimeFailure(f'{failure}: plugin type="host-local" failed (add): failed to allocate for range 0: '
+                                 f"no IP addresses available in range set: {self.pod_ips.range}")
+        return ip
+
     def _release_ip(self, sandbox: Sandbox) -> None:
-        if sandbox.ip:
+        if sandbox.ip and self.pod_ips is not None:
             self.pod_ips.release(sandbox.ip)
             sandbox.ip = ""
 

@@ -22,6 +22,7 @@ import grpc.aio
 from minikube_py.kubelet.cri import api_pb2 as cri
 from minikube_py.kubelet.cri import api_pb2_grpc
 from minikube_py.kubelet.cri.fake.runtime import (
+    NETWORK_NOT_INITIALIZED,
     Container,
     FakeRuntime,
     Image,
@@ -77,12 +78,20 @@ class RuntimeService(api_pb2_grpc.RuntimeServiceServicer):
     @_call
     def Status(self, request: cri.StatusRequest) -> cri.StatusResponse:
         runtime = self.runtime
-        conditions = [cri.RuntimeCondition(type="RuntimeReady", status=True),
-                      cri.RuntimeCondition(type="NetworkReady", status=True)]
-        config = {"nodeName": runtime.node_name, "podCIDR": str(runtime.pod_ips.network),
-                  "sandboxImage": runtime.sandbox_image}
+        network = cri.RuntimeCondition(type="NetworkReady", status=True)
+        if runtime.pod_ips is None:  # containerd's words while it has no CNI network config
+            network = cri.RuntimeCondition(type="NetworkReady", status=False, reason="NetworkPluginNotReady",
+                                           message=f"Network plugin returns error: {NETWORK_NOT_INITIALIZED}")
+        conditions = [cri.RuntimeCondition(type="RuntimeReady", status=True), network]
+        config = {"nodeName": runtime.node_name, "sandboxImage": runtime.sandbox_image,
+                  "podCIDR": str(runtime.pod_ips.network) if runtime.pod_ips else ""}
         return cri.StatusResponse(status=cri.RuntimeStatus(conditions=conditions),
                                   info={"config": json.dumps(config)} if request.verbose else {})
+
+    @_call
+    def UpdateRuntimeConfig(self, request: cri.UpdateRuntimeConfigRequest) -> cri.UpdateRuntimeConfigResponse:
+        self.runtime.update_runtime_config(request.runtime_config.network_config.pod_cidr)
+        return cri.UpdateRuntimeConfigResponse()
 
     # --- pod sandboxes ---
 
