@@ -41,7 +41,7 @@ from .admitter import Admitter, CachedClusterState
 from .authorization import build_authorizer
 from .background import BackgroundTask
 from .bootstrap import bootstrap
-from .cacher import Cacher
+from .cacher import Cacher, WatchHub
 from .consistency import ConsistentReads
 from .customresources import CustomResourceController
 from .encryption import with_encryption
@@ -75,11 +75,10 @@ def build_stores(registry: Registry, storage: Storage, options: ServerOptions,
     return stores
 
 
-def build_cachers(storage: Storage, registry: Registry) -> dict[tuple[str, str, str], Cacher]:
+def build_cachers(hub: WatchHub, registry: Registry) -> dict[tuple[str, str, str], Cacher]:
     """One watch cache per storage prefix; versions that share storage (events) share the cache."""
     by_prefix: dict[str, Cacher] = {}
-    return {(res.group, res.version, res.plural): by_prefix.setdefault(res.key_prefix,
-                                                                       Cacher(storage, res.key_prefix))
+    return {(res.group, res.version, res.plural): by_prefix.setdefault(res.key_prefix, Cacher(hub, res.key_prefix))
             for res in registry.resources}
 
 
@@ -92,6 +91,7 @@ class APIServer:
         self.storage = storage
         self.stores: dict[tuple[str, str, str], ResourceStore] = {}
         self.cachers: dict[tuple[str, str, str], Cacher] = {}
+        self.watch_hub: WatchHub | None = None
         self.namespaces: NamespaceLifecycle | None = None
         self.compactor: Compactor | None = None
         self.custom_resources: CustomResourceController | None = None
@@ -108,7 +108,9 @@ class APIServer:
         if self.storage is None:
             self.storage = with_encryption(await EtcdStorage.connect(self.options.etcd_servers),
                                            self.options.encryption_provider_config, self.registry)
-        self.cachers = build_cachers(self.storage, self.registry)
+        self.watch_hub = WatchHub(self.storage)
+        self.watch_hub.start()
+        self.cachers = build_cachers(self.watch_hub, self.registry)
         for cacher in set(self.cachers.values()):
             cacher.start()
         self.namespaces = NamespaceLifecycle(self.storage, self.cachers[("", "v1", "namespaces")])
@@ -143,7 +145,7 @@ class APIServer:
                                          self.namespaces.check)
         shared = next((c for c in self.cachers.values() if c.prefix == res.key_prefix), None)
         if shared is None:
-            shared = Cacher(self.storage, res.key_prefix)
+            shared = Cacher(self.watch_hub, res.key_prefix)
             shared.start()
         self.cachers[gvr] = shared
 
@@ -160,6 +162,8 @@ class APIServer:
             await task.stop()
         for cacher in set(self.cachers.values()):
             await cacher.stop()
+        if self.watch_hub:
+            await self.watch_hub.stop()
         if self.compactor:
             await self.compactor.stop()
         if self.storage:

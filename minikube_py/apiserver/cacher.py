@@ -1,21 +1,28 @@
-"""The watch cache: one etcd watch per resource, fanned out to every client watching it.
+"""The watch cache: every resource's objects in memory, fed by one etcd watch, fanned out to client watches.
 
 Without it, each client watch is an etcd watch of its own, so a write seen by ten watchers crosses gRPC ten
 times and is decoded ten times. kube-apiserver's "cacher" instead keeps, per resource:
 
-* the current objects (`objects`), filled by one list and kept current by one etcd watch;
+* the current objects (`objects`), filled by one list and kept current by the changes etcd sends;
 * a window of recent changes (`history`), so a watch from a recent resourceVersion is replayed from memory;
-* the revision of the last change it applied (`applied_revision`), so a read can tell whether the cache
-  already holds everything etcd had when the read arrived (`wait_fresh`, used for consistent reads; see
-  `consistency.py`), and the revision it has caught up to (`revision`, which etcd's progress notifications
-  also advance) for watches and bookmarks;
+* the revision it has caught up to (`revision`, which etcd's progress notifications also advance) for
+  watches and bookmarks, and the revision of the last change it applied (`applied_revision`);
 * the set of client watchers, each with a queue the change is put into once.
+
+All caches hang off one `WatchHub`: a single etcd watch on everything under `/registry/`, whose changes
+arrive in revision order and are applied to their resource's cache as they arrive. So once the hub has
+delivered revision R, every cache holds every change up to R, whichever resource it touched: a read can
+tell whether the cache already holds everything etcd had when the read arrived (`wait_fresh`, used for
+consistent reads; see `consistency.py`) even when the last writes were to other resources. (With one etcd
+watch per resource, a quiet resource could not tell "nothing happened here" from "not arrived yet" without
+trusting progress notifications, which the etcd 3.5.1 we run may send ahead of events.)
 
 A `CachedEvent` decodes its object once per resource and remembers the JSON line it was sent as, so
 watchers asking for the same thing share the work. A watch from a revision older than the window is not
 the cache's to serve (`watch()` returns None) and goes to etcd directly; lists with `resourceVersion=0` are
-answered from `objects`. If the etcd watch breaks, the cache relists and ends its client watches: clients
-re-watch from the last resourceVersion they saw, as they would against kube.
+answered from `objects`. A cache joins the hub, lists its prefix at the hub's revision and then applies the
+changes that came meanwhile. If the etcd watch breaks, every cache relists and ends its client watches:
+clients re-watch from the last resourceVersion they saw, as they would against kube.
 """
 
 from __future__ import annotations
@@ -32,8 +39,9 @@ from ..store.errors import StoreError
 from ..store.interface import KeyValue, Storage, WatchEvent
 
 log = logging.getLogger(__name__)
-# How long a read waits for the cache to catch up before going to etcd instead. Short: when etcd's revision
-# moved because of writes elsewhere, no event will come for this cache.
+ROOT = "/registry/"  # every key the apiserver stores is under it
+# How long a read waits for the hub to deliver etcd's current revision before going to etcd instead. Short:
+# only a write outside ROOT (an `etcdctl put` by hand) moves etcd's revision without an event coming.
 FRESHNESS_TIMEOUT = 0.02
 HISTORY_SIZE = 1000  # recent changes kept per resource for watches that start in the past
 QUEUE_SIZE = 1000  # a watcher this far behind is ended instead of holding memory for it
@@ -111,11 +119,109 @@ class CacheWatcher:
         self.cacher.watchers.discard(self)
 
 
+class WatchHub:
+    """The one etcd watch that feeds every cache: changes under ROOT, handed to their resource's cache in
+    revision order as they arrive."""
+
+    def __init__(self, storage: Storage, root: str = ROOT) -> None:
+        self.storage, self.root = storage, root
+        self.caches: dict[str, Cacher] = {}  # prefix -> the cache that joined with it
+        self.revision = 0  # every change up to this one has been applied to the joined caches
+        self._positioned = asyncio.Event()  # set while the watch runs (`revision` means something)
+        self._waiters: list[tuple[int, asyncio.Future[None]]] = []
+        self._task: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        self._task = asyncio.create_task(self._run(), name="watch hub")
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+
+    async def join(self, cache: Cacher) -> int:
+        """Deliver the changes under `cache.prefix` to `cache` from now on; returns the revision they start
+        after, which the cache lists at."""
+        await self._positioned.wait()
+        self.caches[cache.prefix] = cache
+        return self.revision
+
+    def leave(self, cache: Cacher) -> None:
+        if self.caches.get(cache.prefix) is cache:
+            del self.caches[cache.prefix]
+
+    async def wait_delivered(self, revision: int) -> bool:
+        """Wait until every change up to `revision` has been applied; False after FRESHNESS_TIMEOUT."""
+        if self.revision >= revision:
+            return True
+        waiter = asyncio.get_running_loop().create_future()
+        entry = (revision, waiter)
+        self._waiters.append(entry)
+        try:
+            await asyncio.wait_for(waiter, FRESHNESS_TIMEOUT)
+            return True
+        except TimeoutError:
+            return False
+        finally:
+            if entry in self._waiters:
+                self._waiters.remove(entry)
+
+    async def _run(self) -> None:
+        while True:
+            try:
+                await self._watch()
+            except StoreError as exc:
+                log.info("the watch caches' etcd watch is restarting: %s", exc)
+            self._positioned.clear()
+            for cache in list(self.caches.values()):
+                cache.lost()
+            self.caches.clear()
+            await asyncio.sleep(0.2)
+
+    async def _watch(self) -> None:
+        start = await self.storage.current_revision()
+        async with self.storage.watch(self.root, start_revision=start + 1) as events:
+            self.revision = start
+            self._positioned.set()
+            async for event in events:
+                self._dispatch(CachedEvent(event))
+
+    def _dispatch(self, event: CachedEvent) -> None:
+        if event.type == "PROGRESS":  # for bookmarks only: etcd 3.5.1 may send it ahead of events
+            for cache in list(self.caches.values()):
+                cache.receive(event)
+            return
+        cache = self._cache_of(event.key)
+        if cache is not None:
+            cache.receive(event)
+        self.revision = event.revision
+        if self._waiters:
+            waiting = []
+            for revision, waiter in self._waiters:
+                if revision > self.revision:
+                    waiting.append((revision, waiter))
+                elif not waiter.done():
+                    waiter.set_result(None)
+            self._waiters = waiting
+
+    def _cache_of(self, key: str) -> Cacher | None:
+        """The cache whose prefix the key is under: prefixes end at a "/" of the key (`/registry/pods/`,
+        `/registry/services/specs/`, `/registry/<group>/<plural>/`)."""
+        end = key.find("/", len(self.root))
+        while end != -1:
+            cache = self.caches.get(key[:end + 1])
+            if cache is not None:
+                return cache
+            end = key.find("/", end + 1)
+        return None
+
+
 class Cacher:
     """The cache of every key under one storage prefix (e.g. `/registry/pods/`)."""
 
-    def __init__(self, storage: Storage, prefix: str) -> None:
-        self.storage, self.prefix = storage, prefix
+    def __init__(self, hub: WatchHub, prefix: str) -> None:
+        self.hub, self.storage, self.prefix = hub, hub.storage, prefix
         self.objects: dict[str, KeyValue] = {}
         self.history: deque[CachedEvent] = deque(maxlen=HISTORY_SIZE)
         self.revision = 0
@@ -123,7 +229,8 @@ class Cacher:
         self.ready = False
         self._task: asyncio.Task[None] | None = None
         self.applied_revision = 0
-        self._waiters: list[tuple[int, asyncio.Future[None]]] = []
+        self._pending: list[CachedEvent] | None = None  # changes that came while the cache was listing
+        self._lost: asyncio.Future[None] | None = None
         self._encoded: dict[str, tuple[int, int, bytes]] = {}
 
     def start(self) -> None:
@@ -134,6 +241,7 @@ class Cacher:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
+        self.hub.leave(self)
         self._end_watchers()
 
     # serving ---------------------------------------------------------------------------------------
@@ -157,23 +265,9 @@ class Cacher:
         return body
 
     async def wait_fresh(self, revision: int) -> bool:
-        """Wait until the cache has applied every change up to `revision`; False after FRESHNESS_TIMEOUT.
-
-        Only changes count, not progress notifications: the etcd 3.5.1 we run may report progress at a
-        revision whose events it has not sent yet (fixed in later etcd releases, which kube relies on)."""
-        if self.applied_revision >= revision:
-            return True
-        waiter = asyncio.get_running_loop().create_future()
-        entry = (revision, waiter)
-        self._waiters.append(entry)
-        try:
-            await asyncio.wait_for(waiter, FRESHNESS_TIMEOUT)
-            return True
-        except TimeoutError:
-            return False
-        finally:
-            if entry in self._waiters:
-                self._waiters.remove(entry)
+        """Wait until the cache holds every change up to `revision`; False if it is not ready, or after
+        FRESHNESS_TIMEOUT."""
+        return self.ready and await self.hub.wait_delivered(revision) and self.ready
 
     def watch(self, prefix: str, after_revision: int, exact: bool = False) -> CacheWatcher | None:
         """Subscribe to changes after `after_revision`, replaying those already in the window; None when
@@ -195,23 +289,45 @@ class Cacher:
     async def _run(self) -> None:
         while True:
             try:
-                await self._list_and_watch()
+                await self._list_and_follow()
             except StoreError as exc:
                 log.info("watch cache for %s restarting: %s", self.prefix, exc)
+            self.hub.leave(self)
             self.ready = False
             self._end_watchers()
             await asyncio.sleep(0.2)
 
-    async def _list_and_watch(self) -> None:
-        listed = await self.storage.list(self.prefix)
+    async def _list_and_follow(self) -> None:
+        """Join the hub, list at its revision, apply what came meanwhile, then follow until the hub's watch
+        breaks (`lost`)."""
+        self._lost = asyncio.get_running_loop().create_future()
+        self._pending = []
+        start = await self.hub.join(self)
+        listed = await self.storage.list(self.prefix, revision=start)
         self.objects = {kv.key: kv for kv in listed.items}
+        self._encoded.clear()
         self.history.clear()
-        self.revision = listed.revision
+        self.revision = self.applied_revision = start
+        pending, self._pending = self._pending, None
+        if self._lost.done():  # the hub's watch broke while we listed: those changes may be incomplete
+            return
+        for event in pending:
+            self._apply(event)
         self.ready = True
-        self.applied_revision = listed.revision
-        async with self.storage.watch(self.prefix, start_revision=listed.revision + 1) as events:
-            async for event in events:
-                self._apply(CachedEvent(event))
+        await self._lost
+
+    def receive(self, event: CachedEvent) -> None:
+        """A change (or progress notification) from the hub."""
+        if self._pending is not None:
+            self._pending.append(event)
+        else:
+            self._apply(event)
+
+    def lost(self) -> None:
+        """The hub's watch broke: stop answering from memory until relisted."""
+        self.ready = False
+        if self._lost is not None and not self._lost.done():
+            self._lost.set_result(None)
 
     def _apply(self, event: CachedEvent) -> None:
         if event.type == "PUT" and event.kv is not None:
@@ -223,25 +339,12 @@ class Cacher:
         if event.type != "PROGRESS":
             self.history.append(event)
             self.applied_revision = event.revision
-            self._wake_waiters()
         for watcher in list(self.watchers):
             if (event.type == "PROGRESS" or watcher.wants(event.key)) and not watcher.offer(event):
                 log.warning("ending a watch on %s that fell %d events behind", self.prefix, QUEUE_SIZE)
                 self.watchers.discard(watcher)
                 watcher.queue = asyncio.Queue(1)
                 watcher.offer(None)
-
-    def _wake_waiters(self) -> None:
-        if not self._waiters:
-            return
-        waiting = []
-        for revision, waiter in self._waiters:
-            if revision <= self.applied_revision:
-                if not waiter.done():
-                    waiter.set_result(None)
-            else:
-                waiting.append((revision, waiter))
-        self._waiters = waiting
 
     def _end_watchers(self) -> None:
         for watcher in list(self.watchers):

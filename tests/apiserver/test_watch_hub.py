@@ -1,0 +1,74 @@
+"""The watch caches' one etcd watch (`WatchHub`), against the session's etcd: changes reach the cache of their
+resource, and a cache can tell it is fresh even when the latest writes went to other resources."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator
+
+import pytest
+
+from minikube_py.apiserver.cacher import Cacher, WatchHub
+from minikube_py.store.etcd import EtcdStorage
+from minikube_py.store.etcd_server import EtcdServer
+from tests.store.helpers import wait_until
+
+RESOURCES = ("pods/", "configmaps/", "services/specs/", "services/endpoints/")
+
+
+@pytest.fixture()
+async def storage(etcd_server: EtcdServer) -> AsyncIterator[EtcdStorage]:
+    store = await EtcdStorage.connect([etcd_server.endpoint], timeout=5.0)
+    yield store
+    await store.close()
+
+
+@pytest.fixture()
+async def caches(storage: EtcdStorage) -> AsyncIterator[dict[str, Cacher]]:
+    """A hub on a root no other test writes under, with a cache per resource of RESOURCES, all ready."""
+    root = f"/hub-{uuid.uuid4().hex[:8]}/"
+    await storage.create(root + "pods/ns/before", b"{}")  # listed, not watched
+    hub = WatchHub(storage, root)
+    hub.start()
+    found = {resource: Cacher(hub, root + resource) for resource in RESOURCES}
+    for cache in found.values():
+        cache.start()
+    await wait_until(lambda: all(cache.ready for cache in found.values()), "every cache ready")
+    yield found
+    for cache in found.values():
+        await cache.stop()
+    await hub.stop()
+
+
+def keys(cache: Cacher) -> set[str]:
+    return {key.removeprefix(cache.prefix) for key in cache.objects}
+
+
+async def test_each_change_reaches_the_cache_of_its_resource(storage: EtcdStorage, caches: dict[str, Cacher]) -> None:
+    for resource, cache in caches.items():
+        await storage.create(cache.prefix + f"ns/{resource.replace('/', '-')}", b"{}")
+    last = await storage.current_revision()
+    assert await caches["pods/"].wait_fresh(last)
+    assert keys(caches["pods/"]) == {"ns/before", "ns/pods-"}
+    assert keys(caches["configmaps/"]) == {"ns/configmaps-"}
+    assert keys(caches["services/specs/"]) == {"ns/services-specs-"}  # not confused with the endpoints
+    assert keys(caches["services/endpoints/"]) == {"ns/services-endpoints-"}
+
+
+async def test_a_quiet_resource_is_fresh_once_writes_elsewhere_have_arrived(storage: EtcdStorage,
+                                                                           caches: dict[str, Cacher]) -> None:
+    pods = caches["pods/"]
+    applied = pods.applied_revision
+    for index in range(5):
+        await storage.create(caches["configmaps/"].prefix + f"ns/c{index}", b"{}")
+    latest = await storage.current_revision()
+    # no pod changed, so no event will ever come for the pods' cache; the hub's order says it is current
+    assert await pods.wait_fresh(latest)
+    assert pods.applied_revision == applied
+    assert len(caches["configmaps/"].objects) == 5
+
+
+async def test_a_write_the_hub_cannot_see_leaves_the_read_to_etcd(storage: EtcdStorage,
+                                                                  caches: dict[str, Cacher]) -> None:
+    outside = await storage.create(f"/elsewhere-{uuid.uuid4().hex[:8]}", b"{}")  # `etcdctl put` by hand
+    assert not await caches["pods/"].wait_fresh(outside)
