@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.e2e.conftest import KubeCluster, Mkpy, namespace_manifest, unique, wait_until
+from tests.e2e.conftest import CommandFailed, KubeCluster, Mkpy, namespace_manifest, unique, wait_until
 
 REPLICAS = 50
 ROLLOUT_TIMEOUT = 180  # seconds: generous, the rollout is slow when the whole suite shares two cores
@@ -45,8 +45,23 @@ def deployment(image: str) -> dict[str, Any]:
 
 
 def rollout_status(cluster: KubeCluster, namespace: str) -> str:
-    return cluster.kubectl("rollout", "status", "deployment/web", "-n", namespace,
-                           f"--timeout={ROLLOUT_TIMEOUT}s", timeout=ROLLOUT_TIMEOUT + 10).stdout
+    try:
+        return cluster.kubectl("rollout", "status", "deployment/web", "-n", namespace,
+                               f"--timeout={ROLLOUT_TIMEOUT}s", timeout=ROLLOUT_TIMEOUT + 10).stdout
+    except CommandFailed as failure:
+        raise CommandFailed(f"{failure}\n{diagnosis(cluster, namespace)}") from None
+
+
+def diagnosis(cluster: KubeCluster, namespace: str) -> str:
+    """What a stuck rollout leaves behind: pods, nodes, recent events and the ends of the components' logs."""
+    parts = [cluster.kubectl(*args, check=False).output for args in (
+        ("get", "pods", "-n", namespace, "-o", "wide"), ("get", "nodes", "-o", "wide"),
+        ("get", "nodes", "-o", "jsonpath={range .items[*]}{.metadata.name} {.spec.taints}{'\\n'}{end}"),
+        ("get", "events", "-A", "--sort-by=.lastTimestamp"))]
+    for log in sorted((cluster.dir / "logs").glob("*.log")):
+        lines = log.read_text(errors="replace").splitlines()[-40:]
+        parts.append(f"--- {log.name} (last lines) ---\n" + "\n".join(lines))
+    return "\n".join(parts)
 
 
 def kcm_pid(cluster: KubeCluster) -> int:
