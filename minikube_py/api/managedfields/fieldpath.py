@@ -72,22 +72,39 @@ def to_fields_v1(paths: Iterable[Path]) -> dict[str, Any]:
     for path in paths:
         node = root
         for element in path:
-            node = node.setdefault(element, {})
+            child = node.get(element)  # (not setdefault: that would make a dict for every element)
+            if child is None:
+                child = node[element] = {}
+            node = child
         node["."] = {}
     return _finish(root)
 
 
 def _finish(node: dict[str, Any]) -> dict[str, Any]:
-    children = {k: _finish(v) for k, v in node.items() if k != "."}
-    out: dict[str, Any] = {".": {}} if "." in node and children else {}
-    for k in sorted(children, key=_order):
-        out[k] = children[k]
+    """`node` with its keys in kube's order, and `.` kept only on members that have members below."""
+    keys = [key for key in node if key != "."]
+    if not keys:
+        return {}
+    if len(keys) > 1:
+        keys.sort(key=_order)
+    out: dict[str, Any] = {".": {}} if "." in node else {}
+    for key in keys:
+        out[key] = _finish(node[key])
     return out
 
 
 def _order(element: str) -> tuple[int, int, str]:
-    kind = _KINDS.index(element[:2])
-    return (kind, int(element[2:]) if kind == 3 else 0, element)
+    order = _ORDERS.get(element)
+    if order is None:
+        kind = _KINDS.index(element[:2])
+        order = (kind, int(element[2:]) if kind == 3 else 0, element)
+        if len(_ORDERS) < MAX_REMEMBERED_ORDERS:  # list items' keys vary without bound
+            _ORDERS[element] = order
+    return order
+
+
+MAX_REMEMBERED_ORDERS = 10_000
+_ORDERS: dict[str, tuple[int, int, str]] = {}  # path element -> its sort key (most elements recur)
 
 
 def from_fields_v1(tree: Any) -> FieldSet:
