@@ -82,7 +82,10 @@ def test_node_registers_with_capacity_conditions_and_a_lease(api: httpx.Client, 
     assert status["nodeInfo"]["kubeletVersion"].startswith("v1.32")
     assert {"type": "Hostname", "address": fake_node.name} in status["addresses"]
     assert any("docker.io/library/busybox:latest" in image["names"] for image in status["images"])
-    lease = api.get(f"/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/{fake_node.name}").json()
+    lease_url = f"/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/{fake_node.name}"
+    # the heartbeat writes the Lease on its own schedule, which need not come before the Ready status
+    lease = eventually(lambda: (got := api.get(lease_url)).status_code == 200 and got.json(), 10,
+                       message="the node's Lease")
     assert lease["spec"]["holderIdentity"] == fake_node.name
     assert lease["spec"]["leaseDurationSeconds"] == 40
     assert lease["metadata"]["ownerReferences"][0]["uid"] == node["metadata"]["uid"]
