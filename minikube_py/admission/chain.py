@@ -19,8 +19,8 @@ from .plugins import PLUGINS
 # kube's order (a subset of its AllOrderedPlugins): a plugin later in the list sees what earlier ones did.
 ORDER = (
     "AlwaysAdmit", "NamespaceLifecycle", "LimitRanger", "ServiceAccount", "NodeRestriction", "PodSecurity",
-    "Priority", "DefaultTolerationSeconds", "MutatingAdmissionWebhook", "ValidatingAdmissionWebhook",
-    "ResourceQuota", "AlwaysDeny",
+    "Priority", "DefaultTolerationSeconds", "DefaultStorageClass", "StorageObjectInUseProtection",
+    "MutatingAdmissionWebhook", "ValidatingAdmissionWebhook", "ResourceQuota", "AlwaysDeny",
 )
 # On unless disabled, as in kube (which leaves NodeRestriction off; kubeadm, and `mkpy up`, turn it on).
 DEFAULT_ON = frozenset(ORDER) - {"AlwaysAdmit", "AlwaysDeny", "NodeRestriction"}

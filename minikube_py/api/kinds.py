@@ -187,6 +187,8 @@ RESOURCES: tuple[Resource, ...] = (
        storage_version="core/v1"),
     # scheduling.k8s.io/v1
     _r("scheduling.k8s.io", "v1", "PriorityClass", "priorityclasses", namespaced=False, short_names=("pc",)),
+    # storage.k8s.io/v1
+    _r("storage.k8s.io", "v1", "StorageClass", "storageclasses", namespaced=False, short_names=("sc",)),
     # policy/v1
     _r("policy", "v1", "PodDisruptionBudget", "poddisruptionbudgets", short_names=("pdb",), status=True),
     # autoscaling: v2 is the storage version, v1 converts
@@ -235,8 +237,8 @@ RESOURCES: tuple[Resource, ...] = (
 # The order groups appear in discovery (kube lists the legacy group first, then by priority).
 GROUP_ORDER = (
     "", "apps", "events.k8s.io", "authentication.k8s.io", "autoscaling", "batch", "policy",
-    "rbac.authorization.k8s.io", "networking.k8s.io", "admissionregistration.k8s.io", "apiextensions.k8s.io",
-    "scheduling.k8s.io", "coordination.k8s.io", "discovery.k8s.io",
+    "rbac.authorization.k8s.io", "networking.k8s.io", "storage.k8s.io", "admissionregistration.k8s.io",
+    "apiextensions.k8s.io", "scheduling.k8s.io", "coordination.k8s.io", "discovery.k8s.io",
 )
 
 

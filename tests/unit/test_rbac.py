@@ -246,3 +246,20 @@ def test_the_cloud_controller_manager_role_is_the_documented_one() -> None:
         *(("persistentvolumes", v) for v in ("get", "list", "update", "watch")),
         *(("endpoints", v) for v in ("create", "get", "list", "update", "watch")),
         ("leases", "create"), ("leases", "get"), ("leases", "update")}
+
+
+SCHEDULER = UserInfo("system:kube-scheduler", groups=("system:authenticated",))
+
+
+@pytest.mark.parametrize("attributes, allowed", [
+    *((res(SCHEDULER, verb, "persistentvolumeclaims", "web"), True) for verb in ("get", "list", "watch")),
+    *((res(SCHEDULER, verb, "persistentvolumes"), True) for verb in ("get", "list", "watch")),
+    *((res(SCHEDULER, verb, "storageclasses", group="storage.k8s.io"), True) for verb in ("get", "list", "watch")),
+    (res(SCHEDULER, "create", "storageclasses", group="storage.k8s.io"), False),
+    (res(SCHEDULER, "delete", "persistentvolumeclaims", "web", name="data"), False),
+])
+def test_the_scheduler_reads_claims_volumes_and_storage_classes_for_volume_binding(attributes, allowed) -> None:
+    """system:kube-scheduler reads claims and volumes, and system:volume-scheduler (bound to the same user)
+    adds StorageClasses: what the VolumeBinding plugin needs."""
+    policy = Policy.build([], bootstrap.cluster_roles(), [], bootstrap.cluster_role_bindings())
+    assert (decide(policy, attributes)[0] is Decision.ALLOW) is allowed

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from ..interface import PluginFactory
 from .always import AlwaysAdmit, AlwaysDeny
+from .defaultstorageclass import DefaultStorageClass
 from .defaulttolerationseconds import DefaultTolerationSeconds
 from .limitranger import LimitRanger
 from .namespacelifecycle import NamespaceLifecycle
@@ -16,6 +17,7 @@ from .podsecurity import PodSecurity
 from .priority import Priority
 from .resourcequota import ResourceQuota
 from .serviceaccount import ServiceAccount
+from .storageobjectinuseprotection import StorageObjectInUseProtection
 from .webhook import MutatingWebhookPlugin, ValidatingWebhookPlugin
 
 PLUGINS: dict[str, PluginFactory] = {
@@ -27,6 +29,8 @@ PLUGINS: dict[str, PluginFactory] = {
     "NodeRestriction": lambda state, options: NodeRestriction(state),
     "PodSecurity": lambda state, options: PodSecurity(state),
     "DefaultTolerationSeconds": lambda state, options: DefaultTolerationSeconds(),
+    "DefaultStorageClass": lambda state, options: DefaultStorageClass(state),
+    "StorageObjectInUseProtection": lambda state, options: StorageObjectInUseProtection(),
     "Priority": lambda state, options: Priority(state),
     "ResourceQuota": lambda state, options: ResourceQuota(state),
     "MutatingAdmissionWebhook": lambda state, options: MutatingWebhookPlugin(state),

@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from minikube_py.api.defaults import admissionregistration, core, groups, workloads
+from minikube_py.api.defaults import admissionregistration, core, groups, storage, workloads
 from minikube_py.api.defaults.fields import child, dicts, set_default
 from minikube_py.api.defaults.pod import pod_only, pod_spec
 from minikube_py.api.defaults.workloads import job_selector, label_selector_from_template
@@ -59,6 +59,7 @@ _DEFAULTERS: dict[str, Defaulter] = {
     "jobs.batch": workloads.job,
     "cronjobs.batch": workloads.cron_job,
     "priorityclasses.scheduling.k8s.io": groups.priority_class,
+    "storageclasses.storage.k8s.io": storage.storage_class,
     "networkpolicies.networking.k8s.io": groups.network_policy,
     "endpointslices.discovery.k8s.io": groups.endpoint_slice,
     "rolebindings.rbac.authorization.k8s.io": groups.role_binding,

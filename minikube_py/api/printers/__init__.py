@@ -24,6 +24,7 @@ from minikube_py.api.printers import (
     rbac,
     scheduling,
     services,
+    storage,
     volumes,
 )
 from minikube_py.api.printers.base import DEFAULT_PRINTER, Printer
@@ -31,7 +32,7 @@ from minikube_py.api.printers.base import DEFAULT_PRINTER, Printer
 GroupVersionKind = tuple[str, str, str]
 
 _MODULES = (core, pods, services, nodes, volumes, events, apps, batch, autoscaling, coordination, discovery,
-            networking, policy, rbac, scheduling, metrics)
+            networking, policy, rbac, scheduling, storage, metrics)
 
 
 def _merge() -> dict[GroupVersionKind, Printer]:

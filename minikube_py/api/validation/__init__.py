@@ -40,6 +40,7 @@ from minikube_py.api.validation import (
     policy,
     rbac,
     service,
+    storage,
     volumes,
 )
 from minikube_py.api.validation.messages import as_dict
@@ -106,6 +107,7 @@ _RULES: dict[str, KindRules] = {
                                                  networking.endpoint_slice_update),
     "priorityclasses.scheduling.k8s.io": KindRules(_SUBDOMAIN, policy.priority_class, policy.priority_class_update),
     "poddisruptionbudgets.policy": KindRules(_SUBDOMAIN, policy.pod_disruption_budget),
+    "storageclasses.storage.k8s.io": KindRules(_SUBDOMAIN, storage.storage_class, storage.storage_class_update),
     "horizontalpodautoscalers.autoscaling": KindRules(_SUBDOMAIN, autoscaling.horizontal_pod_autoscaler),
     "ingresses.networking.k8s.io": KindRules(_SUBDOMAIN, networking.ingress),
     "networkpolicies.networking.k8s.io": KindRules(_SUBDOMAIN, networking.network_policy),
