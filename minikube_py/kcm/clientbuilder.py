@@ -16,7 +16,8 @@ for with a TokenRequest (`serviceaccounts/<account>/token`, one hour). `run()` r
 of its life has passed, in place (`RESTClient.set_bearer_token`), so controllers never see it change.
 
 Usage rules: one client per account, shared by whoever asks again. A failed renewal is retried every few
-seconds; the old token stays in use until it expires.
+seconds; the old token stays in use until it expires. Renewal times follow the injected `Clock`'s wall time
+(tests move a FakeClock instead of waiting an hour).
 """
 
 from __future__ import annotations
@@ -24,10 +25,10 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
-import time
 
 from minikube_py.api.timestamps import parse_time
 from minikube_py.client import errors, resources
+from minikube_py.client.clock import Clock, RealClock
 from minikube_py.client.kubeconfig import user_agent
 from minikube_py.client.rest import RESTClient
 
@@ -42,12 +43,14 @@ log = logging.getLogger(__name__)
 @dataclasses.dataclass
 class _Credential:
     client: RESTClient
-    renew_at: float  # time.time() at which to ask for the next token
+    renew_at: float  # wall-clock epoch seconds at which to ask for the next token
 
 
 class ServiceAccountClientBuilder:
-    def __init__(self, root: RESTClient, *, namespace: str = NAMESPACE, token_seconds: int = TOKEN_SECONDS) -> None:
+    def __init__(self, root: RESTClient, *, namespace: str = NAMESPACE, token_seconds: int = TOKEN_SECONDS,
+                 clock: Clock | None = None) -> None:
         self.root = root
+        self.clock = clock or RealClock()
         self.namespace = namespace
         self.token_seconds = token_seconds
         self._credentials: dict[str, _Credential] = {}
@@ -68,11 +71,15 @@ class ServiceAccountClientBuilder:
     async def run(self) -> None:
         """Renew tokens before they expire, until cancelled."""
         while True:
-            now = time.time()
-            for account, credential in list(self._credentials.items()):
-                if now >= credential.renew_at:
-                    await self._renew(account, credential)
-            await asyncio.sleep(1.0)
+            await self.renew_due()
+            await self.clock.sleep(1.0)
+
+    async def renew_due(self) -> None:
+        """Renew every token whose renewal time has come."""
+        now = self._now()
+        for account, credential in list(self._credentials.items()):
+            if now >= credential.renew_at:
+                await self._renew(account, credential)
 
     async def close(self) -> None:
         for credential in self._credentials.values():
@@ -85,7 +92,7 @@ class ServiceAccountClientBuilder:
             token, credential.renew_at = await self._token(account)
         except (errors.APIStatusError, OSError) as err:
             log.warning("cannot renew the token of %s/%s, retrying: %s", self.namespace, account, err)
-            credential.renew_at = time.time() + RETRY_SECONDS
+            credential.renew_at = self._now() + RETRY_SECONDS
             return
         credential.client.set_bearer_token(token)
 
@@ -107,6 +114,9 @@ class ServiceAccountClientBuilder:
         answer = await self.root.create(resources.SERVICE_ACCOUNTS, body, self.namespace, name=account,
                                         subresource="token")
         status = answer.get("status") or {}
-        issued = time.time()
+        issued = self._now()
         expires = parse_time(status["expirationTimestamp"]).timestamp()
         return status["token"], issued + (expires - issued) * RENEW_AT
+
+    def _now(self) -> float:
+        return self.clock.wall().timestamp()

@@ -2,13 +2,15 @@
 
 `RecordingClient` has the methods of `minikube_py.client.rest.RESTClient` that controllers call. Writes are
 recorded as `(verb, resource plural, namespace, name)` plus the body, and answered from `objects` (what the
-"apiserver" holds), so a test can assert exactly which writes a `sync` made. `context()` builds a
+"apiserver" holds), so a test can assert exactly which writes a `sync` made; `get_path` answers from `paths`
+(discovery documents, `/scale` of a custom resource). `context()` builds a
 `ControllerContext` over it whose informers are never started: tests put objects into the caches with
 `cache(ctx, resources.PODS, pod, ...)` and call the controller's `sync` directly.
 """
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import itertools
 from dataclasses import dataclass, field
@@ -37,6 +39,7 @@ class RecordingClient:
         self.actions: list[Action] = []
         self.objects: dict[tuple[str, str, str], dict[str, Any]] = {}  # (plural, namespace, name) -> object
         self.failures: dict[tuple[str, str], errors.APIStatusError] = {}  # (verb, plural) -> error raised
+        self.paths: dict[str, dict[str, Any]] = {}  # URL path -> what get_path answers
         self._uids = itertools.count(1)
 
     def put(self, resource: Resource, obj: dict[str, Any]) -> None:
@@ -57,6 +60,14 @@ class RecordingClient:
         found = self.objects.get((resource.plural, namespace or "", name))
         if found is None:
             raise errors.new_not_found(resource.plural, name)
+        return copy.deepcopy(found)
+
+    async def get_path(self, url: str) -> dict[str, Any]:
+        self._record(Action("get", url, "", ""))
+        found = self.paths.get(url)
+        if found is None:
+            raise errors.NotFound({"kind": "Status", "code": 404, "reason": "NotFound",
+                                   "message": "the server could not find the requested resource"})
         return copy.deepcopy(found)
 
     async def create(self, resource: Resource, body: dict[str, Any], namespace: str | None = None, *,
@@ -120,3 +131,33 @@ class FakeRecorder:
 
     def reasons(self) -> list[str]:
         return [reason for _, reason, _ in self.events]
+
+
+class CreateBatches:
+    """Watches the creates of `plural` on a RecordingClient to see a slow start: each create yields to the event
+    loop once, so the creates one `asyncio.gather` starts are all in flight together. `sizes` lists how many
+    were in each such batch; creates from the `fail_from`-th on (counting from 1) raise `error`."""
+
+    def __init__(self, client: RecordingClient, plural: str, fail_from: int | None = None,
+                 error: errors.APIStatusError | None = None) -> None:
+        self.sizes: list[int] = []
+        self._in_flight = 0
+        self._count = 0
+        create = client.create
+
+        async def watched(resource: Resource, body: dict[str, Any], *args: Any, **kwargs: Any) -> dict[str, Any]:
+            if resource.plural != plural:
+                return await create(resource, body, *args, **kwargs)
+            if self._in_flight == 0:
+                self.sizes.append(0)
+            self.sizes[-1] += 1
+            self._count += 1
+            number = self._count
+            self._in_flight += 1
+            await asyncio.sleep(0)
+            self._in_flight -= 1
+            if fail_from is not None and number >= fail_from:
+                raise error or errors.Forbidden({"message": "refused"})
+            return await create(resource, body, *args, **kwargs)
+
+        client.create = watched  # type: ignore[method-assign]

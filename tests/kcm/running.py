@@ -5,7 +5,7 @@
 
 Each controller gets a `ControllerContext` as the controller manager builds it (a shared informer factory, an
 event recorder writing to the apiserver), but under the admin identity and with the `settings` the test
-chooses, so kube's long periods (pod GC every 20 s, a 40 s node grace period) can be made short. Polling
+chooses, so kube's long periods (pod GC every 20 s, a 50 s node grace period) can be made short. Polling
 helpers for the asserting side live in tests/scheduler/cluster.py (`eventually`).
 """
 

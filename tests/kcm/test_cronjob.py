@@ -128,6 +128,16 @@ async def test_forbid_skips_the_run_while_a_job_is_active() -> None:
                                 "Not starting job because prior execution is running and concurrency policy is Forbid")]
 
 
+async def test_allow_starts_the_next_run_while_the_previous_job_is_still_active() -> None:
+    running = job("hello-1")
+    cjc, client, _, recorder = controller(cron_job(concurrencyPolicy="Allow", status={"active": [ref(running)]}),
+                                          running)
+    await cjc.sync(KEY)
+    assert [(a.verb, a.name) for a in client.writes() if a.resource == "jobs"] == [("create", f"hello-{NOW_MINUTES}")]
+    assert recorder.events == [("Normal", "SuccessfulCreate", f"Created job hello-{NOW_MINUTES}")]
+    assert [r["name"] for r in status_writes(client)[0]["active"]] == ["hello-1", f"hello-{NOW_MINUTES}"]
+
+
 async def test_replace_deletes_the_active_job_before_starting_the_next() -> None:
     running = job("hello-1")
     cjc, client, _, recorder = controller(cron_job(concurrencyPolicy="Replace", status={"active": [ref(running)]}),

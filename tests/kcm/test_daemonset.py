@@ -145,6 +145,74 @@ def test_which_nodes_should_run_the_daemon(case: str, template: dict[str, Any], 
     assert Placement.of(ds).should_run(the_node) == expected, case
 
 
+def required(*terms: dict[str, Any]) -> dict[str, Any]:
+    """A pod spec fragment with these required node affinity terms."""
+    return {"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+        "nodeSelectorTerms": list(terms)}}}}
+
+
+def expression(key: str, operator: str, *values: str) -> dict[str, Any]:
+    found: dict[str, Any] = {"key": key, "operator": operator}
+    if values:
+        found["values"] = list(values)
+    return found
+
+
+SSD = {"matchExpressions": [expression("disk", "In", "ssd", "nvme")]}
+
+
+@pytest.mark.parametrize(("template", "the_node", "expected"), [
+    pytest.param(required(SSD), node("n", {"disk": "nvme"}), (True, True), id="a node with a listed value runs it"),
+    pytest.param(required(SSD), node("n", {"disk": "hdd"}), (False, False), id="a node with another value does not"),
+    pytest.param(required(SSD), node("n"), (False, False), id="nor one without the label"),
+    pytest.param(required({"matchExpressions": [expression("disk", "NotIn", "hdd")]}), node("n"), (True, True),
+                 id="NotIn accepts a node without the label"),
+    pytest.param(required({"matchExpressions": [expression("gpu", "Exists")]}), node("n", {"gpu": ""}),
+                 (True, True), id="Exists needs only the key"),
+    pytest.param(required({"matchExpressions": [expression("gpu", "DoesNotExist")]}), node("n", {"gpu": "a"}),
+                 (False, False), id="DoesNotExist refuses a node with the key"),
+    pytest.param(required({"matchExpressions": [expression("cores", "Gt", "8")]}), node("n", {"cores": "16"}),
+                 (True, True), id="Gt compares as integers"),
+    pytest.param(required({"matchExpressions": [expression("cores", "Gt", "8")]}), node("n", {"cores": "many"}),
+                 (False, False), id="Gt refuses a label that is not an integer"),
+    pytest.param(required({"matchExpressions": [expression("disk", "In", "ssd"), expression("zone", "In", "a")]}),
+                 node("n", {"disk": "ssd", "zone": "b"}), (False, False),
+                 id="the expressions of one term must all match"),
+    pytest.param(required({"matchExpressions": [expression("zone", "In", "a")]}, SSD),
+                 node("n", {"disk": "ssd", "zone": "b"}), (True, True), id="any one of the terms is enough"),
+    pytest.param(required({"matchFields": [expression("metadata.name", "In", "n")]}), node("n"), (True, True),
+                 id="a metadata.name field term selects the node by name"),
+    pytest.param(required({"matchFields": [expression("metadata.name", "In", "other")]}), node("n"),
+                 (False, False), id="and no other node"),
+    pytest.param(required({}), node("n", {"disk": "ssd"}), (False, False), id="an empty term matches no node"),
+    pytest.param(required(), node("n"), (False, False), id="no terms at all match no node"),
+    pytest.param({**required(SSD), "nodeSelector": {"zone": "a"}}, node("n", {"disk": "ssd"}), (False, False),
+                 id="the node selector must match as well"),
+    pytest.param({"affinity": {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+        {"weight": 1, "preference": SSD}]}}}, node("n", {"disk": "hdd"}), (True, True),
+                 id="a preferred term never keeps a daemon away"),
+])
+def test_required_node_affinity_decides_which_nodes_run_the_daemon(template: dict[str, Any],
+                                                                   the_node: dict[str, Any],
+                                                                   expected: tuple[bool, bool]) -> None:
+    ds = daemon_set()
+    ds["spec"]["template"]["spec"].update(template)
+    assert Placement.of(ds).should_run(the_node) == expected
+
+
+async def test_a_daemon_pod_goes_only_to_the_nodes_its_affinity_requires_and_is_pinned_to_each() -> None:
+    ds = daemon_set()
+    ds["spec"]["template"]["spec"].update(required(SSD))
+    nodes = [node("fast", {"disk": "ssd"}), node("slow", {"disk": "hdd"}), node("bare")]
+    dsc, client, _, _ = await controller(ds, nodes)
+    await dsc.sync(KEY)
+    created = created_for(client)
+    assert list(created) == ["fast"]
+    terms = created["fast"]["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+    assert terms == {"nodeSelectorTerms": [{"matchFields": [{"key": "metadata.name", "operator": "In",
+                                                             "values": ["fast"]}]}]}
+
+
 def test_daemon_tolerations_replace_a_time_limited_one_and_are_not_duplicated() -> None:
     spec: dict[str, Any] = {"tolerations": [{"key": "node.kubernetes.io/not-ready", "operator": "Exists",
                                              "effect": "NoExecute", "tolerationSeconds": 300},

@@ -19,6 +19,7 @@ from minikube_py.kcm.context import ControllerContext
 from minikube_py.kcm.controllers.deployment import DeploymentController, util
 from minikube_py.kcm.controllers.deployment.sync import new_replica_set
 from minikube_py.kcm.controllers.history import template_hash
+from minikube_py.kcm.controllers.replicaset import ReplicaSetController
 from tests.kcm.fakes import RecordingClient, cache, context
 
 NS = "default"
@@ -429,3 +430,99 @@ def test_the_revision_history_keeps_every_revision_a_replica_set_served() -> Non
     assert util.set_new_replica_set_annotations(d, rs, 5, exists=True)
     assert (util.annotations(rs)[util.REVISION], util.annotations(rs)[util.REVISION_HISTORY]) == ("5", "1,3")
     assert not util.set_new_replica_set_annotations(d, rs, 5, exists=True)  # nothing more to change
+
+
+# minReadySeconds ----------------------------------------------------------------------------------------
+
+
+async def test_min_ready_seconds_is_copied_to_a_new_replica_set() -> None:
+    h = controller(deployment(3, minReadySeconds=30))
+    await h.sync()
+    assert h.client.writes("create")[0].body["spec"]["minReadySeconds"] == 30
+
+
+async def test_a_changed_min_ready_seconds_is_written_to_the_current_replica_set() -> None:
+    d = deployment(3, minReadySeconds=30)
+    current = replica_set(d, "nginx:1", 3)
+    current["spec"]["minReadySeconds"] = 5
+    h = controller(d, current)
+    await h.sync()
+    (written,) = [a.body for a in h.client.writes("update") if a.resource == "replicasets"]
+    assert written["spec"]["minReadySeconds"] == 30 and written["metadata"]["name"] == name_of(current)
+
+
+def ready_pods(rs: dict[str, Any], count: int, ready_at: str) -> list[dict[str, Any]]:
+    return [{"metadata": {"name": f"p{i}", "namespace": NS, "uid": f"uid-p{i}", "resourceVersion": "1",
+                          "labels": rs["spec"]["template"]["metadata"]["labels"],
+                          "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": name_of(rs),
+                                               "uid": rs["metadata"]["uid"], "controller": True}]},
+             "spec": {"nodeName": "n1"},
+             "status": {"phase": "Running",
+                        "conditions": [{"type": "Ready", "status": "True", "lastTransitionTime": ready_at}]}}
+            for i in range(count)]
+
+
+async def deployment_status_with(d: dict[str, Any], rs: dict[str, Any]) -> dict[str, Any]:
+    """The status one Deployment sync writes once the informer shows `rs`."""
+    h = controller(d, rs)
+    await h.sync()
+    return h.status()
+
+
+async def test_the_deployment_counts_pods_available_only_after_min_ready_seconds() -> None:
+    h = controller(deployment(3, minReadySeconds=30))
+    await h.sync()
+    rs = {**h.client.writes("create")[0].body, "status": {}}
+    rs["metadata"].update(generation=1, resourceVersion="6")
+    d = h.statuses()[-1]  # with the revision the first sync recorded
+    # the ReplicaSet controller, once the three pods it made have been ready for 10 s
+    ctx, client, clock = context()
+    cache(ctx, resources.REPLICA_SETS, rs)
+    cache(ctx, resources.PODS, *ready_pods(rs, 3, "2023-12-31T23:59:50Z"))
+    client.put(resources.REPLICA_SETS, rs)
+    rsc = ReplicaSetController(ctx)
+    await rsc.sync(f"{NS}/{name_of(rs)}")
+    rs["status"] = client.writes("update")[-1].body["status"]
+    assert (rs["status"]["readyReplicas"], rs["status"].get("availableReplicas", 0)) == (3, 0)
+    status = await deployment_status_with(d, rs)
+    assert (status["readyReplicas"], status.get("availableReplicas", 0), status["unavailableReplicas"]) == (3, 0, 3)
+    assert condition(status, "Available")[:2] == ("False", "MinimumReplicasUnavailable")
+    clock.advance(21)  # ready for 31 s: more than minReadySeconds
+    ctx.informers.informer_for(resources.REPLICA_SETS).indexer.update(rs)
+    await rsc.sync(f"{NS}/{name_of(rs)}")
+    rs["status"] = client.writes("update")[-1].body["status"]
+    status = await deployment_status_with(d, rs)
+    assert (status["availableReplicas"], status.get("unavailableReplicas", 0)) == (3, 0)
+    assert condition(status, "Available")[:2] == ("True", "MinimumReplicasAvailable")
+
+
+# a selector that selects everything -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("selector", "observed", "status_writes"), [
+    pytest.param({}, 0, 1, id="an empty selector only gets the generation acknowledged"),
+    pytest.param({"matchLabels": {}, "matchExpressions": []}, 0, 1, id="so does one with empty lists"),
+    pytest.param({}, 1, 0, id="an acknowledged generation is not written again"),
+])
+async def test_a_deployment_selecting_every_pod_is_refused_with_a_warning(selector: dict[str, Any], observed: int,
+                                                                          status_writes: int) -> None:
+    d = deployment(3, status={"observedGeneration": observed} if observed else None)
+    d["spec"]["selector"] = selector
+    orphan = replica_set(deployment(3), "nginx:0", 1)
+    orphan["metadata"]["ownerReferences"] = []
+    h = controller(d, orphan)
+    await h.sync()
+    assert h.events == [("Warning", "SelectingAll",
+                         "This deployment is selecting all pods. A non-empty selector is required.")]
+    assert [a.verb for a in h.client.writes()] == ["update"] * status_writes  # no adoption, no ReplicaSet
+    if status_writes:
+        assert h.status() == {"observedGeneration": 1}
+
+
+async def test_a_failed_acknowledgement_of_an_everything_selector_is_not_retried() -> None:
+    d = deployment(3)
+    d["spec"]["selector"] = {}
+    h = controller(d)
+    h.client.failures[("update", "deployments/status")] = errors.Conflict({"message": "modified"})
+    await h.sync()  # kube ignores it: the next change of the Deployment brings it back
+    assert h.events[0][1] == "SelectingAll"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 from datetime import timedelta
 from typing import Any
 
@@ -11,11 +12,12 @@ import pytest
 from minikube_py.api.timestamps import time_string
 from minikube_py.client import errors, resources
 from minikube_py.client.clock import FakeClock
+from minikube_py.client.controller import process_next_work_item
 from minikube_py.kcm.controllers.job import JobController
 from minikube_py.kcm.controllers.job.backoff import remaining_time
 from minikube_py.kcm.controllers.job.indexes import COMPLETION_INDEX, Intervals
 from minikube_py.kcm.controllers.job.pods import TRACKING_FINALIZER
-from tests.kcm.fakes import FakeRecorder, RecordingClient, cache, context
+from tests.kcm.fakes import CreateBatches, FakeRecorder, RecordingClient, cache, context
 
 NS = "default"
 NOW = "2024-01-01T00:00:00Z"  # the fake clock's wall time
@@ -132,6 +134,43 @@ async def test_a_template_that_cannot_be_created_fails_once_and_the_sync_is_retr
     assert len(client.writes("create")) == 1
     assert recorder.events == [("Warning", "FailedCreate", "Error creating: exceeded quota")]
     assert jc.expectations.satisfied(KEY)
+
+
+async def test_missing_pods_are_created_in_doubling_slow_start_batches() -> None:
+    jc, client, _, _ = controller(job(parallelism=10, completions=10))
+    watched = CreateBatches(client, "pods")
+    await jc.sync(KEY)
+    assert watched.sizes == [1, 2, 4, 3]
+
+
+async def requeued_after(jc: JobController, clock: FakeClock, step: float = 0.25, limit: float = 120.0) -> float:
+    """How long (on the fake clock) until the key is back on the queue."""
+    waited = 0.0
+    while not len(jc.queue):
+        assert waited < limit, f"the key did not come back within {limit} s"
+        await settle(clock, step)
+        waited += step
+    return waited
+
+
+async def test_a_job_whose_pods_cannot_be_created_is_retried_with_exponential_backoff_not_a_spin() -> None:
+    jc, client, clock, recorder = controller(job(parallelism=5, completions=5))
+    client.failures[("create", "pods")] = errors.Forbidden({"message": 'pods "pi-" is forbidden: exceeded quota'})
+    log = logging.getLogger(__name__)
+    delays = []
+    jc.queue.add(KEY)
+    for attempt in range(4):
+        await process_next_work_item(jc.queue, jc.sync, name="job", max_retries=None, log=log)
+        if attempt == 0:  # the informer delivers the status the first sync wrote
+            jc.jobs.indexer.update({**job(parallelism=5, completions=5), "status": statuses(client)[-1]})
+        delays.append(await requeued_after(jc, clock))
+    assert delays == [1.0, 2.0, 4.0, 8.0]  # kube's Job queue: 1 s doubling (up to 60 s)
+    assert len(client.writes("create")) == 4  # one create per sync: the slow start's first batch
+    assert recorder.events == [("Warning", "FailedCreate",
+                                'Error creating: pods "pi-" is forbidden: exceeded quota')] * 4
+    assert len(statuses(client)) == 1  # later syncs change nothing: no status write wakes the Job again
+    assert condition_types(statuses(client)[0]) == []  # kube sets no condition for it, only the events
+    jc.queue.shut_down()
 
 
 # counting finished pods ----------------------------------------------------------------------------------

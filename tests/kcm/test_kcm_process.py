@@ -117,6 +117,15 @@ def test_only_the_leader_acts_and_the_other_takes_over_when_it_dies(control_plan
     second = KCM(control_plane, *timings)
     try:
         eventually(second.healthy, "the second controller manager's /healthz")
+        r = api.post(f"/apis/apps/v1/namespaces/{namespace}/replicasets", json=replica_set("before", 2))
+        assert r.status_code == 201, r.text
+        eventually(lambda: len(pods_of(api, namespace, "before")) == 2, "the leader creating pods")
+        # the standby waits for the Lease and runs no controller: the pods are the leader's alone
+        assert "attempting to acquire leader lease" in second.log()
+        assert "successfully acquired lease" not in second.log()
+        assert "started replicaset-controller" not in second.log()
+        assert "started replicaset-controller" in first.log()
+        assert api.get(LEASE).json()["spec"]["holderIdentity"].endswith(f"_{first.process.pid}")
         first.stop(kill=True)  # SIGKILL: no release of the Lease, the other must wait it out
         killed_at = time.monotonic()
         eventually(lambda: api.get(LEASE).json()["spec"]["holderIdentity"].endswith(f"_{second.process.pid}"),

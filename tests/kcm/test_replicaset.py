@@ -3,13 +3,21 @@
 from __future__ import annotations
 
 import asyncio
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 
+from minikube_py.api.timestamps import time_string
 from minikube_py.client import errors, resources
-from minikube_py.kcm.controllers.replicaset import REPLICATION_CONTROLLER, ReplicaSetController, deletion_rank
-from tests.kcm.fakes import cache, context
+from minikube_py.kcm.controllers.replicaset import (
+    DELETION_COST,
+    REPLICATION_CONTROLLER,
+    ReplicaSetController,
+    active_pods_rank,
+    deletion_rank,
+)
+from tests.kcm.fakes import CreateBatches, cache, context
 
 NS = "default"
 
@@ -86,12 +94,6 @@ async def test_surplus_pods_are_deleted_least_valuable_first() -> None:
     assert [a.name for a in client.writes("delete")] == ["unscheduled", "pending"]
 
 
-def test_the_deletion_rank_prefers_crowded_nodes_then_newer_pods() -> None:
-    pods = [pod("alone", node="n1", created="2026-01-01T00:00:00Z"),
-            pod("crowded-old", node="n2", created="2026-01-01T00:00:00Z"),
-            pod("crowded-new", node="n2", created="2026-01-02T00:00:00Z")]
-    ordered = sorted(pods, key=deletion_rank(pods, now=0))
-    assert [p["metadata"]["name"] for p in ordered] == ["crowded-new", "crowded-old", "alone"]
 
 
 async def test_a_matching_orphan_is_adopted_and_a_pod_that_stopped_matching_is_released() -> None:
@@ -164,3 +166,168 @@ async def test_a_replication_controller_selects_with_its_map() -> None:
     await ReplicaSetController(ctx, REPLICATION_CONTROLLER).sync("default/web")
     adopted = client.writes("patch")[0].body["metadata"]["ownerReferences"][0]
     assert (adopted["kind"], adopted["apiVersion"], adopted["uid"]) == ("ReplicationController", "v1", "rc-uid")
+
+
+# slow start ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("replicas", "fail_from", "batches"), [
+    pytest.param(20, None, [1, 2, 4, 8, 5], id="missing pods are created in doubling batches, the last one short"),
+    pytest.param(15, None, [1, 2, 4, 8], id="fifteen pods are exactly four full batches"),
+    pytest.param(100, 1, [1], id="a first create that fails stops the sync at once"),
+    pytest.param(100, 5, [1, 2, 4], id="a failure in the third batch stops after that batch"),
+    pytest.param(600, None, [1, 2, 4, 8, 16, 32, 64, 128, 245], id="one sync creates at most the burst of 500"),
+])
+async def test_the_slow_start_doubles_its_batches_until_the_count_or_a_failure(
+        replicas: int, fail_from: int | None, batches: list[int]) -> None:
+    rsc, client = controller(replica_set(replicas))
+    watched = CreateBatches(client, "pods", fail_from)
+    if fail_from is None:
+        await rsc.sync("default/web")
+    else:
+        with pytest.raises(errors.Forbidden):
+            await rsc.sync("default/web")
+    assert watched.sizes == batches
+    created = fail_from - 1 if fail_from else sum(batches)
+    for index in range(created):  # the informer delivers the pods that were made
+        rsc._pod_added(pod(f"web-{index}"))
+    assert rsc.expectations.satisfied("default/web")  # failed and never-tried creates are not awaited
+
+
+# which pods go on a scale-down ------------------------------------------------------------------------------
+
+NOW_EPOCH = 1704067200.0  # the fake clock's wall time, 2024-01-01T00:00:00Z
+
+
+def ago(seconds: float) -> str:
+    return time_string(datetime.fromtimestamp(NOW_EPOCH - seconds, UTC))
+
+
+def candidate(uid: str, *, node: str = "n1", phase: str = "Running", ready: bool = True,
+              ready_ago: float | None = 3600, cost: str | None = None, restarts: tuple[int, ...] = (),
+              created_ago: float | None = 86400) -> dict[str, Any]:
+    """A pod to rank: ready since `ready_ago` seconds (None: no transition time), created `created_ago`
+    seconds before now (None: no timestamp)."""
+    meta: dict[str, Any] = {"name": uid, "namespace": NS, "uid": uid}
+    if created_ago is not None:
+        meta["creationTimestamp"] = ago(created_ago)
+    if cost is not None:
+        meta["annotations"] = {DELETION_COST: cost}
+    condition: dict[str, Any] = {"type": "Ready", "status": str(ready)}
+    if ready and ready_ago is not None:
+        condition["lastTransitionTime"] = ago(ready_ago)
+    containers = [{"name": f"c{i}", "restartCount": count} for i, count in enumerate(restarts)]
+    return {"metadata": meta, "spec": {"nodeName": node},
+            "status": {"phase": phase, "conditions": [condition], "containerStatuses": containers}}
+
+
+# In every case `first` goes before `second`. Unless the case is about the uid tie-break, `first` has the
+# larger uid, so that only the rule under test can put it first.
+@pytest.mark.parametrize(("first", "second", "crowd"), [
+    pytest.param(candidate("b", node=""), candidate("a", phase="Pending", ready=False), [],
+                 id="an unscheduled pod goes before a scheduled one whatever its phase"),
+    pytest.param(candidate("b", phase="Pending"), candidate("a", phase="Unknown", ready=False), [],
+                 id="a Pending pod goes before an Unknown one whatever its readiness"),
+    pytest.param(candidate("b", phase="Unknown"), candidate("a", ready=False), [],
+                 id="an Unknown pod goes before a Running one"),
+    pytest.param(candidate("b", phase=""), candidate("a", phase="Unknown"), [],
+                 id="a pod without a phase counts as Pending"),
+    pytest.param(candidate("b", ready=False, cost="100"), candidate("a", cost="-100"), [],
+                 id="a not-ready pod goes before a ready one whatever the deletion costs"),
+    pytest.param(candidate("b", cost="-1"), candidate("a", node="n2"), [candidate("x", node="n2")],
+                 id="a lower deletion cost goes first even on an emptier node"),
+    pytest.param(candidate("b", cost="cheap"), candidate("a", cost="1"), [],
+                 id="a deletion cost that is not a number counts as zero"),
+    pytest.param(candidate("b", node="n2", ready_ago=1e6), candidate("a"), [candidate("x", node="n2")],
+                 id="a pod on a node crowded with related pods goes first even if ready for longer"),
+    pytest.param(candidate("b", ready_ago=60), candidate("a", node="n2"),
+                 [candidate("x", node="n2", phase="Succeeded")],
+                 id="finished pods do not crowd a node"),
+    pytest.param(candidate("b", ready_ago=60, created_ago=1e6), candidate("a", restarts=(5,), created_ago=10), [],
+                 id="of two ready pods the one ready for less time goes first whatever its restarts"),
+    pytest.param(candidate("a", ready_ago=101), candidate("b", ready_ago=100), [],
+                 id="ready times of the same power-of-two age tie and the smaller uid goes first"),
+    pytest.param(candidate("b", ready_ago=None), candidate("a", ready_ago=60), [],
+                 id="a ready pod without a transition time goes first"),
+    pytest.param(candidate("b", restarts=(3,)), candidate("a", restarts=(2, 2), created_ago=60), [],
+                 id="the busiest container's restarts count not their sum and outrank the creation time"),
+    pytest.param(candidate("b", created_ago=3600), candidate("a", created_ago=86400), [],
+                 id="the newer pod goes first"),
+    pytest.param(candidate("a", created_ago=90000), candidate("b", created_ago=86400), [],
+                 id="creation times of the same power-of-two age tie and the smaller uid goes first"),
+    pytest.param(candidate("b", created_ago=None), candidate("a", created_ago=60), [],
+                 id="a pod without a creation time goes first"),
+])
+def test_the_deletion_rank_is_kubes_active_pods_with_ranks(first: dict[str, Any], second: dict[str, Any],
+                                                           crowd: list[dict[str, Any]]) -> None:
+    rank = deletion_rank(NOW_EPOCH, [first, second, *crowd])
+    for pods in ([first, second], [second, first]):
+        assert [p["metadata"]["uid"] for p in sorted(pods, key=rank)] == [first["metadata"]["uid"],
+                                                                           second["metadata"]["uid"]]
+
+
+@pytest.mark.parametrize(("first", "second"), [
+    pytest.param(candidate("b", node=""), candidate("a", phase="Pending", ready=False),
+                 id="the plain order also puts unscheduled pods first"),
+    pytest.param(candidate("b", created_ago=60, cost="10"), candidate("a", created_ago=3600, cost="-10"),
+                 id="the plain order ignores the deletion cost"),
+    pytest.param(candidate("b", created_ago=86400), candidate("a", created_ago=90000),
+                 id="the plain order compares times exactly"),
+])
+def test_the_plain_active_pods_order_leaves_out_cost_crowding_and_the_log_scale(first: dict[str, Any],
+                                                                               second: dict[str, Any]) -> None:
+    for pods in ([first, second], [second, first]):
+        assert [p["metadata"]["uid"] for p in sorted(pods, key=active_pods_rank)] == [first["metadata"]["uid"],
+                                                                                       second["metadata"]["uid"]]
+
+
+async def test_not_ready_pods_are_deleted_before_ready_ones_and_then_the_most_recently_ready() -> None:
+    pods = [pod("ready-long", ready_at="2023-12-01T00:00:00Z"), pod("not-ready"),
+            pod("ready-briefly", ready_at="2023-12-31T23:59:00Z")]
+    rsc, client = controller(replica_set(1), *pods)
+    await rsc.sync("default/web")
+    assert [a.name for a in client.writes("delete")] == ["not-ready", "ready-briefly"]
+
+
+async def test_crowding_counts_the_pods_of_the_sibling_replica_sets_of_one_deployment() -> None:
+    deployment_ref = {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web", "uid": "d-uid",
+                      "controller": True}
+    rs = replica_set(1)
+    rs["metadata"]["ownerReferences"] = [deployment_ref]
+    sibling = replica_set(0)
+    sibling["metadata"].update(name="web-old", uid="old-uid", ownerReferences=[deployment_ref])
+    mine = [pod("on-n1", node="n1", created="2023-12-31T00:00:00Z"),  # the newer: alone it would go first
+            pod("on-n2", node="n2", created="2023-12-01T00:00:00Z")]
+    siblings_pod = pod("old-on-n2", node="n2", owner="old-uid")
+    rsc, client = controller(rs, *mine, siblings_pod)
+    rsc.owners.indexer.add(sibling)
+    await rsc.sync("default/web")
+    assert [a.name for a in client.writes("delete")] == ["on-n2"]
+
+
+# minReadySeconds ------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("min_ready", "ready_for", "available"), [
+    pytest.param(0, 0, 1, id="without minReadySeconds a ready pod is available at once"),
+    pytest.param(30, 29, 0, id="a pod ready for less than minReadySeconds is not available"),
+    pytest.param(30, 30, 0, id="nor is one ready for exactly minReadySeconds"),
+    pytest.param(30, 31, 1, id="one ready for longer is"),
+])
+async def test_availability_waits_for_more_than_min_ready_seconds(min_ready: int, ready_for: int,
+                                                                 available: int) -> None:
+    rsc, client = controller(replica_set(1, min_ready=min_ready), pod("p", ready_at=ago(ready_for)))
+    await rsc.sync("default/web")
+    status = client.writes("update")[0].body["status"]
+    assert (status["readyReplicas"], status.get("availableReplicas", 0)) == (1, available)
+
+
+async def test_ready_pods_not_yet_available_are_looked_at_again_even_when_the_status_is_unchanged() -> None:
+    unchanged = {"replicas": 1, "readyReplicas": 1, "observedGeneration": 2}
+    rsc, client = controller(replica_set(1, min_ready=30, status=unchanged), pod("p", ready_at=ago(10)))
+    await rsc.sync("default/web")
+    assert client.writes() == []
+    rsc.clock.advance(30)  # type: ignore[attr-defined]
+    for _ in range(20):
+        await asyncio.sleep(0)
+    assert len(rsc.queue) == 1

@@ -11,12 +11,20 @@ Keeps `spec.replicas` pods matching the selector running. Handlers only enqueue 
 2. only if the expectations of the last writes are met (the cache has seen them), the difference to
    `spec.replicas` is made up: missing pods are created in slow-start batches (1, 2, 4, …), so a template
    that cannot be created fails once, not 500 times; surplus pods are deleted, the least valuable first
-   (`deletion_rank`: unscheduled before scheduled, Pending before Unknown before Running, not ready before
-   ready, lower `controller.kubernetes.io/pod-deletion-cost`, more crowded nodes, more recently ready, more
-   restarts, newer);
+   (`deletion_rank`, below);
 3. the status is written when it changed: replicas, fullyLabeledReplicas, readyReplicas,
-   availableReplicas (ready for `minReadySeconds`), observedGeneration, and the ReplicaFailure condition while
-   creating or deleting fails.
+   availableReplicas (ready for more than `minReadySeconds`), observedGeneration, and the ReplicaFailure
+   condition while creating or deleting fails. While every pod is ready but not all are available yet, the
+   key is looked at again `minReadySeconds` later, to count them available in time.
+
+Which pods go first on a scale-down (`deletion_rank`, kube's ActivePodsWithRanks), rule by rule until one
+tells two pods apart: unscheduled before scheduled; Pending before Unknown before Running; not ready before
+ready; lower `controller.kubernetes.io/pod-deletion-cost` first; pods on nodes crowded with more pods of the
+same owner (this ReplicaSet and its siblings under one Deployment) first; of two ready pods the one ready for
+less time; the one whose busiest container restarted more; the newer. Ready and creation times are compared
+on a logarithmic scale of their age (so pods of about the same age count as equal, and a random-looking uid
+order spreads deletions among them). `active_pods_rank` is the plainer ordering the Job controller uses
+(kube's ActivePods): no deletion cost, no crowding, times compared exactly.
 
 The pod writes and their events (kube's: SuccessfulCreate "Created pod: NAME", SuccessfulDelete "Deleted pod:
 NAME", FailedCreate "Error creating: MESSAGE", FailedDelete "Error deleting: MESSAGE") are
@@ -28,6 +36,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import logging
+import math
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -183,24 +192,41 @@ class ReplicaSetController:
             failures = await self.pod_control.create_pods(
                 owner, key, [podcontrol.pod_from_template(template, owner) for _ in range(count)])
         elif diff > 0:
-            doomed = sorted(pods, key=deletion_rank(pods, self.clock.wall().timestamp()))[:min(diff, BURST_REPLICAS)]
+            rank = deletion_rank(self.clock.wall().timestamp(), self._related_pods(owner, pods))
+            doomed = sorted(pods, key=rank)[:min(diff, BURST_REPLICAS)]
             self.expectations.expect_deletions(key, [meta_namespace_key(pod) for pod in doomed])
             failures = await self.pod_control.delete_pods(owner, key, doomed)
         return failures[0] if failures else None
 
+    def _related_pods(self, owner: dict[str, Any], pods: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """`pods` and the pods of every sibling under the same controller (kube's getIndirectlyRelatedPods): how
+        crowded a node is counts the whole Deployment, not just this ReplicaSet."""
+        namespace, uid = owner["metadata"]["namespace"], owner["metadata"]["uid"]
+        ref = podcontrol.controller_of(owner)
+        siblings = {uid}
+        if ref is not None:
+            siblings |= {rs["metadata"]["uid"] for rs in self.owners.lister().list(namespace)
+                         if (podcontrol.controller_of(rs) or {}).get("uid") == ref.get("uid")}
+        related = {pod["metadata"]["uid"]: pod for pod in self.pods.lister().list(namespace)
+                   if (podcontrol.controller_of(pod) or {}).get("uid") in siblings}
+        related.update((pod["metadata"]["uid"], pod) for pod in pods)
+        return list(related.values())
+
     async def update_status(self, owner: dict[str, Any], pods: list[dict[str, Any]],
                             failure: errors.APIStatusError | None) -> None:
         status = calculate_status(owner, pods, failure, self.clock.wall().timestamp())
-        if status == (owner.get("status") or {}):
-            return
-        owner["status"] = status
-        try:
-            await self.client.update(self.kind.resource, owner, owner["metadata"]["namespace"], subresource="status")
-        except (errors.Conflict, errors.NotFound):
-            self.queue.add(meta_namespace_key(owner))  # the next sync reads the newer object
-            return
-        min_ready = int((owner.get("spec") or {}).get("minReadySeconds", 0))
-        if min_ready and status.get("readyReplicas", 0) != status.get("availableReplicas", 0):
+        if status != (owner.get("status") or {}):
+            owner["status"] = status
+            try:
+                await self.client.update(self.kind.resource, owner, owner["metadata"]["namespace"],
+                                         subresource="status")
+            except (errors.Conflict, errors.NotFound):
+                self.queue.add(meta_namespace_key(owner))  # the next sync reads the newer object
+                return
+        spec = owner.get("spec") or {}
+        min_ready, wanted = int(spec.get("minReadySeconds", 0)), int(spec.get("replicas", 1))
+        if failure is None and min_ready and status.get("readyReplicas", 0) == wanted \
+                and status.get("availableReplicas", 0) != wanted:
             self.queue.add_after(meta_namespace_key(owner), min_ready)  # to count them available in time
 
 
@@ -209,12 +235,11 @@ def calculate_status(owner: dict[str, Any], pods: list[dict[str, Any]], failure:
     spec = owner.get("spec") or {}
     template_labels = LabelSelector.from_set(((spec.get("template") or {}).get("metadata") or {}).get("labels") or {})
     min_ready = int(spec.get("minReadySeconds", 0))
-    ready_since = [since for since in map(podcontrol.ready_since, pods) if since is not None]
     status: dict[str, Any] = {
         "replicas": len(pods),
         "fullyLabeledReplicas": sum(1 for pod in pods if template_labels.matches(pod["metadata"].get("labels"))),
-        "readyReplicas": len(ready_since),
-        "availableReplicas": sum(1 for since in ready_since if now - since >= min_ready),
+        "readyReplicas": sum(1 for pod in pods if podcontrol.is_ready(pod)),
+        "availableReplicas": sum(1 for pod in pods if podcontrol.is_available(pod, min_ready, now)),
         "observedGeneration": owner["metadata"].get("generation", 0),
     }
     conditions = [c for c in (owner.get("status") or {}).get("conditions") or [] if c.get("type") != "ReplicaFailure"]
@@ -230,19 +255,83 @@ def calculate_status(owner: dict[str, Any], pods: list[dict[str, Any]], failure:
     return {k: v for k, v in status.items() if v or k == "replicas"}
 
 
-def deletion_rank(pods: list[dict[str, Any]], now: float) -> Callable[[dict[str, Any]], tuple[Any, ...]]:
-    """A sort key putting the pods to delete first (kube's ranking for scale-down)."""
-    per_node = Counter((pod.get("spec") or {}).get("nodeName", "") for pod in pods)
+def deletion_rank(now: float, related: list[dict[str, Any]]) -> Callable[[dict[str, Any]], Any]:
+    """A sort key putting the pods to delete first (kube's ActivePodsWithRanks): `now` (epoch seconds) is
+    the reference for the logarithmic time comparison; the active ones of `related` are counted per node."""
+    on_node = Counter(_node(pod) for pod in related if podcontrol.is_active(pod))
+    return lambda pod: _Ranked.of(pod, now, on_node)
 
-    def rank(pod: dict[str, Any]) -> tuple[Any, ...]:
-        node = (pod.get("spec") or {}).get("nodeName", "")
-        ready_since = podcontrol.ready_since(pod)
-        restarts = sum(int(s.get("restartCount", 0)) for s in (pod.get("status") or {}).get("containerStatuses") or [])
-        created = pod["metadata"].get("creationTimestamp", "")
-        return (bool(node), PHASE_RANK.get((pod.get("status") or {}).get("phase", ""), 0), ready_since is not None,
-                _deletion_cost(pod), -per_node[node] if node else 0,
-                -(ready_since or 0.0), -restarts, -parse_time(created).timestamp() if created else 0.0)
-    return rank
+
+def active_pods_rank(pod: dict[str, Any]) -> Any:
+    """A sort key for kube's plain ActivePods order (the Job controller's): rules without deletion cost and
+    crowding, times compared exactly."""
+    return _Ranked.of(pod, None, None)
+
+
+@dataclass(frozen=True)
+class _Ranked:
+    """What the ranking reads from one pod, read once per sort; `<` is "delete before"."""
+
+    node: str
+    phase: int
+    ready: bool
+    ready_at: float | None  # None: not ready, or ready without a transition time (kube's zero time)
+    cost: int
+    colocated: int
+    restarts: int
+    created: float | None
+    uid: str
+    now: float | None  # None: exact time comparison
+    ranked: bool  # deletion cost and crowding count
+
+    @classmethod
+    def of(cls, pod: dict[str, Any], now: float | None, on_node: Counter[str] | None) -> _Ranked:
+        status, stamp = pod.get("status") or {}, pod["metadata"].get("creationTimestamp")
+        since = podcontrol.ready_since(pod)
+        return cls(_node(pod), PHASE_RANK.get(status.get("phase", ""), 0), since is not None, since or None,
+                   _deletion_cost(pod), (on_node or Counter())[_node(pod)],
+                   max((int(s.get("restartCount", 0)) for s in status.get("containerStatuses") or []), default=0),
+                   parse_time(stamp).timestamp() if stamp else None, pod["metadata"].get("uid", ""),
+                   now, on_node is not None)
+
+    def __lt__(self, other: _Ranked) -> bool:
+        if self.node != other.node and not (self.node and other.node):
+            return not self.node
+        if self.phase != other.phase:
+            return self.phase < other.phase
+        if self.ready != other.ready:
+            return not self.ready
+        if self.ranked and self.cost != other.cost:
+            return self.cost < other.cost
+        if self.ranked and self.colocated != other.colocated:
+            return self.colocated > other.colocated
+        if self.ready and other.ready and self.ready_at != other.ready_at:
+            return self._sooner(self.ready_at, other.ready_at, other.uid)
+        if self.restarts != other.restarts:
+            return self.restarts > other.restarts
+        if self.created != other.created:
+            return self._sooner(self.created, other.created, other.uid)
+        return False
+
+    def _sooner(self, mine: float | None, theirs: float | None, their_uid: str) -> bool:
+        """Whether time `mine` is the more recent one (a missing time counts as the most recent); with a
+        reference `now`, times in the same power-of-two age bracket tie and the smaller uid goes first."""
+        if mine is None or theirs is None:
+            return mine is None
+        if self.now is None:
+            return mine > theirs
+        difference = _age_bracket(self.now - mine) - _age_bracket(self.now - theirs)
+        return self.uid < their_uid if difference == 0 else difference < 0
+
+
+def _age_bracket(seconds: float) -> int:
+    """floor(log2(age in nanoseconds)), -1 for no age: kube's logarithmic time scale."""
+    nanoseconds = seconds * 1e9
+    return int(math.log2(nanoseconds)) if nanoseconds > 0 else -1
+
+
+def _node(pod: dict[str, Any]) -> str:
+    return (pod.get("spec") or {}).get("nodeName") or ""
 
 
 def _deletion_cost(pod: dict[str, Any]) -> int:

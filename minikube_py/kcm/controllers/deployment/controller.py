@@ -8,6 +8,9 @@ Handlers enqueue a Deployment's key when
 
 `sync(key)` reads the Deployment from the cache and claims its ReplicaSets (`podcontrol.claim`: adopt matching
 orphans, release owned ones that no longer match), then does one of, in this order of precedence:
+* a selector that selects everything (the apiserver refuses one, so only a broken object has it) → a
+  `SelectingAll` warning event and `status.observedGeneration` brought up to date, nothing else: adopting
+  every pod of the namespace would be worse than doing nothing;
 * being deleted → only the status is brought up to date;
 * paused, or scaled (an active ReplicaSet's `desired-replicas` annotation differs from `spec.replicas`) →
   `sync.sync`: ReplicaSets resized in proportion, no rollout;
@@ -21,13 +24,14 @@ the next event.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import copy
 import logging
 from collections import defaultdict
 from typing import Any
 
 from minikube_py.api.selectors import LabelSelector
-from minikube_py.client import resources
+from minikube_py.client import errors, resources
 from minikube_py.client.controller import run_workers
 from minikube_py.client.informer import FuncHandler
 from minikube_py.client.store import DeletedFinalStateUnknown, meta_namespace_key
@@ -37,6 +41,7 @@ from minikube_py.kcm.controllers import podcontrol
 from minikube_py.kcm.controllers.deployment import recreate, rolling, sync
 from minikube_py.kcm.controllers.deployment.util import Obj, spec
 
+SELECTING_ALL_MESSAGE = "This deployment is selecting all pods. A non-empty selector is required."
 MAX_RETRIES = 15  # failed syncs in a row before a key is dropped (until its next event)
 
 log = logging.getLogger(__name__)
@@ -147,6 +152,9 @@ class DeploymentController:
         d = copy.deepcopy(cached)
         d.setdefault("apiVersion", "apps/v1")
         d.setdefault("kind", "Deployment")
+        if selector_of(d).empty:
+            await self.refuse_selecting_all(d)
+            return
         rs_list = await self.replica_sets_for(d)
         if d["metadata"].get("deletionTimestamp"):
             await sync.sync_status_only(self, d, rs_list)
@@ -158,6 +166,17 @@ class DeploymentController:
             await recreate.rollout_recreate(self, d, rs_list, self.pod_map(d, rs_list))
         else:
             await rolling.rollout_rolling(self, d, rs_list)
+
+    async def refuse_selecting_all(self, d: Obj) -> None:
+        """Warn about an everything-selector and only acknowledge the generation (kube ignores a failed write
+        here: the next change of the Deployment brings it back)."""
+        self.recorder.event(d, "Warning", "SelectingAll", SELECTING_ALL_MESSAGE)
+        generation = int(d["metadata"].get("generation") or 0)
+        status = d.setdefault("status", {})
+        if int(status.get("observedGeneration") or 0) < generation:
+            status["observedGeneration"] = generation
+            with contextlib.suppress(errors.APIStatusError):
+                await self.update_status(d)
 
     async def replica_sets_for(self, d: Obj) -> list[Obj]:
         """Copies of the ReplicaSets `d` controls, after adopting matching orphans and releasing its own that

@@ -37,7 +37,7 @@ from minikube_py.kcm.controllers.job.pods import (
     only_replace_failed_pods,
     phase,
 )
-from minikube_py.kcm.controllers.replicaset import deletion_rank
+from minikube_py.kcm.controllers.replicaset import active_pods_rank
 
 if TYPE_CHECKING:
     from minikube_py.kcm.controllers.job.synccontext import SyncContext
@@ -167,7 +167,7 @@ def _indexes(pods: Iterable[dict[str, Any]]) -> set[int]:
 
 def surplus_index_pods(pods: list[dict[str, Any]], job: dict[str, Any]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """(active pods to delete: no valid index, or a second pod of an index; the rest). Of duplicates the pod
-    most worth keeping stays (ReplicaSet's deletion ranking)."""
+    most worth keeping stays (kube's ActivePods order, `replicaset.active_pods_rank`)."""
     by_index: dict[int, list[dict[str, Any]]] = {}
     doomed = []
     for pod in pods:
@@ -178,7 +178,7 @@ def surplus_index_pods(pods: list[dict[str, Any]], job: dict[str, Any]) -> tuple
             by_index.setdefault(index, []).append(pod)
     kept = []
     for index in sorted(by_index):
-        group = sorted(by_index[index], key=deletion_rank(by_index[index], 0.0))
+        group = sorted(by_index[index], key=active_pods_rank)
         doomed.extend(group[:-1])
         kept.append(group[-1])
     return doomed, kept

@@ -41,7 +41,7 @@ from minikube_py.kcm.controllers.job.pods import (
     remove_finalizer_patch,
 )
 from minikube_py.kcm.controllers.job.synccontext import SyncContext
-from minikube_py.kcm.controllers.replicaset import deletion_rank
+from minikube_py.kcm.controllers.replicaset import active_pods_rank
 
 MAX_POD_CREATE_DELETE_PER_SYNC = 500
 SLOW_START_INITIAL_BATCH = 1
@@ -192,7 +192,7 @@ def _removal_order(job: dict[str, Any], pods: list[dict[str, Any]], at_least: in
     reach `at_least`) the least valuable of the rest."""
     doomed, left = indexes.surplus_index_pods(pods, job) if indexes.is_indexed(job) else ([], list(pods))
     if len(doomed) < at_least:
-        left.sort(key=deletion_rank(left, 0.0))
+        left.sort(key=active_pods_rank)
         doomed += left[:at_least - len(doomed)]
     return doomed
 
