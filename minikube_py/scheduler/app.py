@@ -1,7 +1,7 @@
 """Assembling and running a scheduler process (kube's `cmd/kube-scheduler/app`): `mkpy scheduler` ends here.
 
     config file ─► profiles ─► one Framework per profile (its plugins, its event recorder)
-    kubeconfig  ─► RESTClient ─► shared informers (pods, nodes, and whatever the plugins list)
+    kubeconfig  ─► RESTClient ─► shared informers (pods, nodes, the kinds plugins list or want events of)
                                    │ eventhandlers.py
                                    ▼
                        cache ─► snapshot      queue (sorted by the QueueSort plugin, PreEnqueue gates,
@@ -130,6 +130,7 @@ def build(options: Options, config: scheduler_config.SchedulerConfiguration, cli
     pods = informers.informer_for(resources.PODS)
     handlers = EventHandlers(cache, queue, frameworks, on_pod_deleted=lambda pod: _reject_waiting(first, pod))
     handlers.register(pods, informers.informer_for(resources.NODES))
+    handlers.register_cluster_events(informers, [event for events in hints.values() for event in events])
     scheduler = Scheduler(client=client, cache=cache, queue=queue, snapshot=snapshot, profiles=frameworks,
                           pod_lister=pods.lister(), percentage_of_nodes_to_score=config.percentage_of_nodes_to_score,
                           explain=explain.ExplainRecorder if options.explain else None)

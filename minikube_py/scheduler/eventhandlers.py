@@ -9,22 +9,37 @@ Two streams come in:
   delete from the queue and an add to the cache. Pods for schedulers we don't run are left alone.
 * **Nodes.** Every change goes to the cache; then the queue is told what changed (added, allocatable, labels,
   taints, conditions, …) so it moves back only the pods a plugin said such a change could help.
+* **Other kinds plugins registered cluster events for** (`CLUSTER_EVENT_RESOURCES`: claims, volumes, storage
+  classes for VolumeBinding). Only the kinds some enabled plugin asked for are watched, and only the actions
+  asked for (kube's `addAllEventHandlers`); each add, update or delete is offered to the unschedulable pods
+  as a `ClusterEvent` ("PersistentVolumeClaimUpdate"), and the plugins' queueing hints pick the pods it
+  can help. Nothing is cached: the plugins read these kinds through their own listers.
 
 Usage rules: handlers never block and never mutate the objects they are given.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Iterable
 from typing import Any
 
-from minikube_py.scheduler.framework.interface import ActionType, ClusterEvent
+from minikube_py.api.kinds import Resource
+from minikube_py.client import resources
+from minikube_py.scheduler.framework.interface import ActionType, ClusterEvent, ClusterEventWithHint
 from minikube_py.scheduler.framework.types import scheduler_name
 
 Obj = dict[str, Any]
 
 NODE_ADD = ClusterEvent("Node", ActionType.ADD, "NodeAdd")
 ASSIGNED_POD_DELETE = ClusterEvent("Pod", ActionType.DELETE, "AssignedPodDelete")
+
+# The kinds besides Pod and Node whose changes plugins may register for, and the resource watched for each.
+CLUSTER_EVENT_RESOURCES: dict[str, Resource] = {
+    "PersistentVolumeClaim": resources.PERSISTENT_VOLUME_CLAIMS,
+    "PersistentVolume": resources.PERSISTENT_VOLUMES,
+    "StorageClass": resources.builtin("storage.k8s.io", "v1", "storageclasses"),
+}
+_ACTION_NAMES = ((ActionType.ADD, "Add"), (ActionType.UPDATE, "Update"), (ActionType.DELETE, "Delete"))
 
 
 def unwrap(obj: Any) -> Obj:
@@ -96,6 +111,28 @@ def _condition_statuses(status: Obj) -> dict[str, str]:
     return {c.get("type", ""): c.get("status", "") for c in status.get("conditions") or [] if isinstance(c, dict)}
 
 
+class ClusterEventHandler:
+    """Offers the adds, updates and deletes of one kind, those of `actions` only, to the queue's unschedulable
+    pods as ClusterEvents (kube's `buildEvtResHandler`); any update counts as the action `UPDATE`."""
+
+    def __init__(self, kind: str, actions: ActionType, move: Callable[[ClusterEvent, Any, Any], None]) -> None:
+        self.move = move
+        self.events = {action: ClusterEvent(kind, action, f"{kind}{name}")
+                       for action, name in _ACTION_NAMES if actions & action}
+
+    def on_add(self, obj: Obj, is_in_initial_list: bool = False) -> None:
+        if (event := self.events.get(ActionType.ADD)) is not None:
+            self.move(event, None, obj)
+
+    def on_update(self, old: Obj, new: Obj) -> None:
+        if (event := self.events.get(ActionType.UPDATE)) is not None:
+            self.move(event, old, new)
+
+    def on_delete(self, obj: Any) -> None:
+        if (event := self.events.get(ActionType.DELETE)) is not None:
+            self.move(event, unwrap(obj), None)
+
+
 class EventHandlers:
     """Connects the pod and node informers to a scheduler's cache and queue."""
 
@@ -111,6 +148,18 @@ class EventHandlers:
                                                         self.update_pod_in_queue, self.delete_pod_from_queue))
         node_informer.add_event_handler(FilteringHandler(lambda node: True, self.add_node, self.update_node,
                                                          self.delete_node))
+
+    def register_cluster_events(self, informers: Any, registrations: Iterable[ClusterEventWithHint]) -> None:
+        """Watch each kind of `CLUSTER_EVENT_RESOURCES` that `registrations` (every plugin's events_to_register)
+        name, for the actions they name; `informers` is the scheduler's SharedInformerFactory."""
+        actions: dict[str, ActionType] = {}
+        for registration in registrations:
+            kind = registration.event.resource
+            if kind in CLUSTER_EVENT_RESOURCES:
+                actions[kind] = actions.get(kind, ActionType(0)) | registration.event.action
+        for kind, action in actions.items():
+            handler = ClusterEventHandler(kind, action, self.queue.move_all_to_active_or_backoff_queue)
+            informers.informer_for(CLUSTER_EVENT_RESOURCES[kind]).add_event_handler(handler)
 
     def responsible_for(self, pod: Obj) -> bool:
         return not is_assigned(pod) and not is_terminal(pod) and scheduler_name(pod) in self.profiles

@@ -20,6 +20,7 @@ DEFAULT_POINTS = {
     "NodeName": ["filter"], "TaintToleration": ["filter", "preScore", "score"],
     "NodeAffinity": ["preFilter", "filter", "preScore", "score"], "NodePorts": ["preFilter", "filter"],
     "NodeResourcesFit": ["preFilter", "filter", "preScore", "score"],
+    "VolumeBinding": ["preFilter", "filter"],  # kube's also has Reserve, PreBind, Score: WaitForFirstConsumer only
     "PodTopologySpread": ["preFilter", "filter", "preScore", "score"],
     "InterPodAffinity": ["preFilter", "filter", "preScore", "score"], "DefaultPreemption": ["postFilter"],
     "NodeResourcesBalancedAllocation": ["preScore", "score"], "ImageLocality": ["score"],
@@ -78,10 +79,10 @@ def test_an_empty_configuration_gets_kubes_default_profile_expanded_to_each_exte
     assert profile.scheduler_name == "default-scheduler"
     assert profile.plugins == {
         "preEnqueue": ["SchedulingGates"], "queueSort": ["PrioritySort"],
-        "preFilter": ["NodeAffinity", "NodePorts", "NodeResourcesFit", "PodTopologySpread",
+        "preFilter": ["NodeAffinity", "NodePorts", "NodeResourcesFit", "VolumeBinding", "PodTopologySpread",
                       "InterPodAffinity"],
         "filter": ["NodeUnschedulable", "NodeName", "TaintToleration", "NodeAffinity", "NodePorts",
-                   "NodeResourcesFit", "PodTopologySpread", "InterPodAffinity"],
+                   "NodeResourcesFit", "VolumeBinding", "PodTopologySpread", "InterPodAffinity"],
         "postFilter": ["DefaultPreemption"],
         "preScore": ["TaintToleration", "NodeAffinity", "NodeResourcesFit", "PodTopologySpread",
                      "InterPodAffinity", "NodeResourcesBalancedAllocation"],
@@ -169,7 +170,7 @@ MERGE_CASES = [
      multiPoint:
        disabled: [{name: NodeAffinity}]
      """, "filter", ["NodeUnschedulable", "NodeName", "TaintToleration", "NodePorts", "NodeResourcesFit",
-                     "PodTopologySpread", "InterPodAffinity"], {}),
+                     "VolumeBinding", "PodTopologySpread", "InterPodAffinity"], {}),
     ("a new plugin in multiPoint is appended at each point it implements",
      """
      multiPoint:

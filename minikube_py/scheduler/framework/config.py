@@ -5,7 +5,7 @@ Where it sits: `mkpy scheduler --config FILE` calls `load_file` once at start; t
 `runtime.Framework` per `Profile` (pods pick a profile by `spec.schedulerName`). Without a file,
 `default_configuration()` gives what kube runs with an empty config.
 
-What defaulting does (kube's v1 defaults, minus the volume and DRA plugins mkpy has no use for):
+What defaulting does (kube's v1 defaults, minus DRA and every volume plugin but VolumeBinding):
 * no profiles → one; a single profile without `schedulerName` is `default-scheduler`.
 * every profile starts from the default `multiPoint` set (`DEFAULT_PLUGINS`); each point's `enabled` and
   `disabled` lists are merged over the defaults like kube: `disabled: [{name: "*"}]` drops every default of
@@ -49,7 +49,7 @@ MULTI_POINT = "multiPoint"
 DEFAULT_PLUGINS: list[tuple[str, int | None]] = [  # (name, score weight), the order kube 1.32 runs them in
     ("SchedulingGates", None), ("PrioritySort", None), ("NodeUnschedulable", None), ("NodeName", None),
     ("TaintToleration", 3), ("NodeAffinity", 2), ("NodePorts", None), ("NodeResourcesFit", 1),
-    ("PodTopologySpread", 2), ("InterPodAffinity", 2), ("DefaultPreemption", None),
+    ("VolumeBinding", None), ("PodTopologySpread", 2), ("InterPodAffinity", 2), ("DefaultPreemption", None),
     ("NodeResourcesBalancedAllocation", 1), ("ImageLocality", 1), ("DefaultBinder", None),
 ]
 _DEFAULT_RESOURCES = [{"name": "cpu", "weight": 1}, {"name": "memory", "weight": 1}]

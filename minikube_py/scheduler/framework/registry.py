@@ -48,6 +48,7 @@ from minikube_py.scheduler.plugins.podtopologyspread import PodTopologySpread
 from minikube_py.scheduler.plugins.queuesort import PrioritySort
 from minikube_py.scheduler.plugins.schedulinggates import SchedulingGates
 from minikube_py.scheduler.plugins.tainttoleration import TaintToleration
+from minikube_py.scheduler.plugins.volumebinding import VolumeBinding
 
 # The method that makes a class a plugin of each extension point (the Protocols in interface.py; their
 # secondary methods such as `score_extensions` or `unreserve` are optional).
@@ -69,6 +70,7 @@ IN_TREE: dict[str, type] = {
     "NodeAffinity": NodeAffinity,
     "NodePorts": NodePorts,
     "NodeResourcesFit": Fit,
+    "VolumeBinding": VolumeBinding,
     "PodTopologySpread": PodTopologySpread,
     "InterPodAffinity": InterPodAffinity,
     "DefaultPreemption": DefaultPreemption,

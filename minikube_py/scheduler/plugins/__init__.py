@@ -10,6 +10,7 @@
     nodeports.py           NodePorts              PreFilter, Filter: free host ports
     noderesources/         NodeResourcesFit       PreFilter, Filter, Score: requests against allocatable
                            NodeResourcesBalancedAllocation   Score: even use of cpu and memory
+    volumebinding.py       VolumeBinding          PreFilter, Filter: claims bound, their volumes reachable
     imagelocality.py       ImageLocality          Score: nodes that already have the pod's images
     podtopologyspread/     PodTopologySpread      PreFilter, Filter, Score: spreading across topology domains
     interpodaffinity/      InterPodAffinity       PreFilter, Filter, Score: pod (anti-)affinity
