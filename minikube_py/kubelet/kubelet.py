@@ -73,7 +73,8 @@ class Kubelet:
         self._runtime_version = ""
         self._images: list[dict[str, Any]] = []
         self._images_read = -IMAGES_REFRESH
-        self.volumes = VolumeManager(config.pods_dir, self.get_object, self.request_token, self.allocatable)
+        self.volumes = VolumeManager(config.pods_dir, self.get_object, self.request_token, self.allocatable,
+                                     client)
         self.manager = RuntimeManager(runtime, config, self.volumes, self.get_object, self, self.allocatable,
                                       clock)
         self.workers = PodWorkers(self.sync_pod)

@@ -339,8 +339,10 @@ class RuntimeManager:
                 host = host / mount["subPath"]
                 if not host.exists():
                     host.mkdir(parents=True, exist_ok=True)
+            read_only = bool(mount.get("readOnly")) or self.volumes.read_only(ctx.pod["metadata"]["uid"],
+                                                                              mount.get("name", ""))
             mounts.append(cri.Mount(container_path=mount.get("mountPath", ""), host_path=str(host),
-                                    readonly=bool(mount.get("readOnly"))))
+                                    readonly=read_only))
         # The termination message file, which the status reads when the container ends.
         message_dir = self.volumes.pod_dir(ctx.pod["metadata"]["uid"]) / "containers" / container["name"]
         message_dir.mkdir(parents=True, exist_ok=True)
