@@ -55,7 +55,9 @@ def _api_server(config: KubeletConfig, kubelet: Kubelet, client: RESTClient) -> 
                                          client_ca_file=config.client_ca_file))
 
 
-async def run(config: KubeletConfig) -> None:
+async def run(config: KubeletConfig, runtime: RuntimeClient | None = None) -> None:
+    """Run the kubelet until cancelled; `runtime` (closed on the way out) replaces a client dialing
+    --container-runtime-endpoint."""
     try:
         client_config = load_kubeconfig(config.kubeconfig or None)
     except KubeconfigError as error:
@@ -65,7 +67,7 @@ async def run(config: KubeletConfig) -> None:
     config.pod_logs_dir.mkdir(parents=True, exist_ok=True)
     health = HealthServer("127.0.0.1", config.healthz_port)
     async with RESTClient(client_config) as client:
-        runtime = RuntimeClient(config.container_runtime_endpoint)
+        runtime = runtime or RuntimeClient(config.container_runtime_endpoint)
         broadcaster = EventBroadcaster(client)
         kubelet = Kubelet(config, client, runtime, broadcaster.new_core_recorder("kubelet", config.node_name))
         if config.healthz_port:

@@ -1,6 +1,8 @@
 """Many simulated nodes in one process (kubemark's "hollow nodes"): for each, a fake CRI runtime serving on
-its own socket and a kubelet talking to it over CRI, exactly as a separate `mkpy fake-cri` and `mkpy kubelet`
-pair would, but sharing one Python process and one event loop.
+its own socket and a kubelet talking to it over CRI as a separate `mkpy fake-cri` and `mkpy kubelet` pair
+would, but sharing one Python process and one event loop. The kubelets call their runtimes in-process
+(`cri/fake/inprocess.py`: the same servicers and messages, without gRPC's cost); the sockets serve
+`mkpy crictl`.
 
     await run_hollow_nodes([HollowNode(config, socket), ...])
 
@@ -28,7 +30,9 @@ from typing import Any
 
 from minikube_py.kubelet import app
 from minikube_py.kubelet.config import KubeletConfig
+from minikube_py.kubelet.cri.client import RuntimeClient
 from minikube_py.kubelet.cri.fake import FakeRuntime, serve
+from minikube_py.kubelet.cri.fake.inprocess import direct_stubs
 
 log = logging.getLogger("mkpy.hollow")
 # Seconds between runtime relists (a real kubelet's PLEG: 1 s). Simulated containers change only when a pod
@@ -70,8 +74,9 @@ async def run_hollow_nodes(nodes: list[HollowNode]) -> None:
             servers.append(await serve(node.socket, runtime))
         log.info("%d simulated nodes: runtimes serving; starting their kubelets", len(nodes))
         async with asyncio.TaskGroup() as group:
-            for node in nodes:
-                group.create_task(app.run(node.config), name=f"kubelet-{node.config.node_name}")
+            for node, server in zip(nodes, servers, strict=True):
+                runtime = RuntimeClient(node.socket, stubs=direct_stubs(server.runtime))
+                group.create_task(app.run(node.config, runtime), name=f"kubelet-{node.config.node_name}")
     finally:
         for server in servers:
             await server.stop()

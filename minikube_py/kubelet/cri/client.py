@@ -47,9 +47,15 @@ def socket_path(endpoint: str) -> str:
 class RuntimeClient:
     """RuntimeService + ImageService of one container runtime over one gRPC channel."""
 
-    def __init__(self, endpoint: str, timeout: float = 120.0) -> None:
+    def __init__(self, endpoint: str, timeout: float = 120.0, stubs: tuple[Any, Any] | None = None) -> None:
+        """`stubs` (RuntimeService, ImageService) replace the channel to `endpoint` when given: simulated
+        nodes call their fake runtime in-process (`cri/fake/inprocess.py`)."""
         self.endpoint = socket_path(endpoint)
         self.timeout = timeout
+        self._channel: grpc.aio.Channel | None = None
+        if stubs is not None:
+            self._runtime, self._images = stubs
+            return
         self._channel = grpc.aio.insecure_channel(
             f"unix://{self.endpoint}",
             options=[
@@ -66,7 +72,8 @@ class RuntimeClient:
         self._images = api_pb2_grpc.ImageServiceStub(self._channel)
 
     async def close(self) -> None:
-        await self._channel.close()
+        if self._channel is not None:
+            await self._channel.close()
 
     async def __aenter__(self) -> RuntimeClient:
         return self
