@@ -50,6 +50,9 @@ TOKEN_FILE_REFRESH = 60.0  # seconds between re-reads of a token file, as client
 # httpx's pool looks at every pooled connection (a syscall for each idle one) twice per request, so a
 # bigger pool costs the client more than the single-threaded apiserver could gain from more concurrency.
 MAX_IN_FLIGHT = 16
+# How long an idle connection stays open (client-go's transport: 90 s). httpx's 5 s would close a kubelet's
+# connection between two Lease renewals (every 10 s) and pay a TLS handshake on both ends for each.
+IDLE_CONNECTION_TIMEOUT = 90.0
 WATCH_READ_SLACK = 30.0  # a watch with timeoutSeconds may stay silent this much longer before we give up
 
 
@@ -72,7 +75,8 @@ class RESTClient:
         self._slots = asyncio.Semaphore(MAX_IN_FLIGHT)
         self._auth = _bearer_auth(config)
         self._http = self._new_http(httpx.Limits(max_connections=MAX_IN_FLIGHT,
-                                                 max_keepalive_connections=MAX_IN_FLIGHT))
+                                                 max_keepalive_connections=MAX_IN_FLIGHT,
+                                                 keepalive_expiry=IDLE_CONNECTION_TIMEOUT))
         self._watch_http = self._new_http(httpx.Limits(max_connections=None, max_keepalive_connections=0))
 
     def _new_http(self, limits: httpx.Limits) -> httpx.AsyncClient:

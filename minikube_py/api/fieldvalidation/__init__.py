@@ -41,7 +41,7 @@ import orjson
 
 from .. import errors
 from ..gofmt import go_json
-from .decoder import DecodeError, decode, loads_marking_duplicates, untyped_strict_errors
+from .decoder import DecodeError, decode, has_duplicates, loads_marking_duplicates, untyped_strict_errors
 from .tree import kind_tree
 
 STRICT, WARN, IGNORE = "Strict", "Warn", "Ignore"
@@ -137,7 +137,7 @@ def patch_errors(content_type: str, raw_patch: bytes, mode: str) -> list[str]:
         return []  # the patch decoder reports malformed patches
     if content_type == "application/json-patch+json" and isinstance(patch, list):
         return [f"json patch {error}" for error in untyped_strict_errors(patch, "", JSON_PATCH_OP_FIELDS)]
-    return untyped_strict_errors(patch)
+    return untyped_strict_errors(patch) if has_duplicates(patch) else []
 
 
 def check_unknown_fields(gvk: GVK, unknown_paths: list[str], mode: str) -> list[str]:

@@ -80,6 +80,17 @@ def loads_marking_duplicates(raw: bytes | str) -> Any:
     return json.loads(raw, object_pairs_hook=_object)
 
 
+def has_duplicates(value: Any) -> bool:
+    """Whether any object in a document parsed by `loads_marking_duplicates` had repeated keys: a cheap
+    test that spares clean documents (nearly all of them) the walk that names each repeat."""
+    if isinstance(value, dict):
+        return isinstance(value, _Duplicated) or any(has_duplicates(item) for item in value.values()
+                                                     if isinstance(item, dict | list))
+    if isinstance(value, list):
+        return any(has_duplicates(item) for item in value if isinstance(item, dict | list))
+    return False
+
+
 def untyped_strict_errors(value: Any, path: str = "", known_keys: frozenset[str] | None = None) -> list[str]:
     """Strict errors of a document decoded without a kind (a patch): repeated keys at any depth, and keys of
     the top-level objects missing from `known_keys` when it is given."""
