@@ -4,7 +4,7 @@
 certificate, an admin client certificate in `system:masters`, the service-account key pair), and runs
 `mkpy apiserver` as a child process exactly as `mkpy up` does. Beside it runs `mkpy kcm` with the controllers
 every namespace relies on (`NAMESPACE_CONTROLLERS`: the default ServiceAccount, `kube-root-ca.crt`, quota
-usage, namespace deletion), as `system:kube-controller-manager`; tests of other controllers run those
+usage, namespace deletion, and the protection finalizers of claims and volumes taken off), as `system:kube-controller-manager`; tests of other controllers run those
 in-process (tests/kcm/running.py). `controllers=""` leaves the controller manager out. `client()` returns an httpx client that
 authenticates with the admin certificate; `kubeconfig` is a file for kubectl and the Python client.
 """
@@ -28,7 +28,7 @@ from minikube_py.auth import pki
 from minikube_py.store.etcd_server import EtcdCluster, EtcdServer, free_port
 
 READY_TIMEOUT = 30.0
-NAMESPACE_CONTROLLERS = "serviceaccount,root-ca-cert-publisher,resourcequota,namespace"
+NAMESPACE_CONTROLLERS = "serviceaccount,root-ca-cert-publisher,resourcequota,namespace,pvc-protection,pv-protection"
 SERVICE_ACCOUNT_ISSUER = "https://kubernetes.default.svc.cluster.local"
 
 

@@ -2,7 +2,8 @@
 
 This is the one table to extend when a component joins the cluster (controller manager, scheduler,
 kubelets): `mkpy up` starts them in this order, `mkpy down` stops them in reverse, `mkpy status` probes
-each, and `mkpy logs` accepts their names.
+each, and `mkpy logs` accepts their names. Once the apiserver answers, `mkpy up` makes sure the default
+StorageClass `standard` exists (`ensure_default_storage_class`), as minikube's addon does.
 
 Usage rules: every component's command line names the cluster directory (the supervisor recognises its
 processes by that) and uses real flags, so the header line in its log can be pasted to run it by hand.
@@ -20,6 +21,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+import click
+
 from minikube_py.cli.cluster import HOST, Cluster
 from minikube_py.cli.supervisor import Health, Supervised, client_tls_context, probe_http, probe_https
 
@@ -31,6 +34,7 @@ CCM_READY_TIMEOUT = 10.0  # seconds; and for the cloud controller manager
 COMPONENT_NAMES = ("etcd", "apiserver", "kcm", "ccm", "scheduler")  # the names control_plane() returns, in start order
 CORE_COMPONENTS = ("etcd", "apiserver")  # a cluster runs when these do; `mkpy up --without` spares the rest
 SERVICE_ACCOUNT_ISSUER = "https://kubernetes.default.svc.cluster.local"  # as kubeadm sets it
+DEFAULT_STORAGE_CLASS = "standard"  # as minikube's default-storageclass addon names it
 
 
 @dataclass(frozen=True)
@@ -71,6 +75,7 @@ def control_plane(cluster: Cluster, advertise_address: str = "") -> list[Compone
             ready_timeout=APISERVER_READY_TIMEOUT,
             argv=functools.partial(_apiserver_argv, cluster, advertise_address),
             probe=functools.partial(_apiserver_probe, cluster),
+            after_start=functools.partial(ensure_default_storage_class, cluster),
         ),
         Component(
             name="kcm",
@@ -174,10 +179,45 @@ def _kcm_argv(cluster: Cluster) -> list[str]:
     # register with the one `mkpy up` planned for them; the allocator marks those used)
     ipam = ["--allocate-node-cidrs=true", f"--cluster-cidr={node_set.cluster_cidr}",
             "--node-cidr-mask-size=24"] if node_set is not None else []
+    # claims of the default class `standard` become directories under the cluster directory (kube's in-tree
+    # host-path provisioner; every node is on this machine, so every kubelet can mount them)
+    storage = ["--enable-hostpath-provisioner=true", f"--hostpath-provisioner-dir={storage_dir(cluster)}"]
     return [sys.executable, "-m", "minikube_py.cli.main", "kcm",
             f"--kubeconfig={cluster.component_kubeconfig('controller-manager')}", f"--root-ca-file={ca_file}",
-            *ipam, "--cloud-provider=external", f"--bind-address={HOST}", f"--secure-port={cluster.ports.kcm}",
-            "--leader-elect=true"]
+            *ipam, *storage, "--cloud-provider=external", f"--bind-address={HOST}",
+            f"--secure-port={cluster.ports.kcm}", "--leader-elect=true"]
+
+
+def storage_dir(cluster: Cluster) -> Path:
+    """Where the host-path provisioner puts the cluster's dynamically provisioned volumes."""
+    return cluster.dir / "storage"
+
+
+def ensure_default_storage_class(cluster: Cluster) -> None:
+    """minikube's default-storageclass addon: the StorageClass `standard`, marked the cluster's default, whose
+    claims the controller manager provisions under `storage_dir`. Made when absent; an existing one (perhaps
+    edited by its admin) is left alone."""
+    import httpx  # only here: importing it costs `mkpy up` time
+
+    ca_file, _ = cluster.cert_files("ca")
+    cert_file, key_file = cluster.cert_files("admin")
+    classes = "/apis/storage.k8s.io/v1/storageclasses"
+    tls = _admin_tls_context(ca_file, cert_file, key_file)
+    with httpx.Client(base_url=cluster.apiserver_url, verify=tls, timeout=5.0) as api:
+        if api.get(f"{classes}/{DEFAULT_STORAGE_CLASS}").status_code != 404:
+            return
+        created = api.post(classes, json=_default_storage_class())
+        if created.status_code not in (201, 409):  # 409: another `mkpy up` was quicker
+            raise click.ClickException(f"could not create the default StorageClass: {created.text}")
+
+
+def _default_storage_class() -> dict[str, object]:
+    from minikube_py.api.defaults.storage import IS_DEFAULT_CLASS_ANNOTATION
+
+    return {"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
+            "metadata": {"name": DEFAULT_STORAGE_CLASS, "annotations": {IS_DEFAULT_CLASS_ANNOTATION: "true"},
+                         "labels": {"addonmanager.kubernetes.io/mode": "EnsureExists"}},
+            "provisioner": "kubernetes.io/host-path", "reclaimPolicy": "Delete", "volumeBindingMode": "Immediate"}
 
 
 def _ccm_argv(cluster: Cluster) -> list[str]:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -78,6 +79,13 @@ def _worker_flags(command: Callable[..., Any]) -> Callable[..., Any]:
               help="How long after a pod starts its CPU samples are not trusted.")
 @click.option("--horizontal-pod-autoscaler-initial-readiness-delay", type=Duration(), default="30s",
               help="How long after a pod starts its readiness changes count as initial.")
+@click.option("--pvclaimbinder-sync-period", type=Duration(), default="15s",
+              help="How often the persistent volume binder re-syncs every claim and volume.")
+@click.option("--enable-hostpath-provisioner", type=click.BOOL, is_flag=False, flag_value=True, default=False,
+              help="Provision kubernetes.io/host-path StorageClasses as directories on this machine "
+                   "(a single-node cluster only).")
+@click.option("--hostpath-provisioner-dir", type=click.Path(file_okay=False), default="/tmp/hostpath_pv",
+              help="The directory host-path volumes are provisioned in; only volumes under it are ever removed.")
 @click.option("--leader-elect", type=click.BOOL, is_flag=False, flag_value=True, default=True,
               help="Run controllers only while holding the kube-controller-manager Lease.")
 @click.option("--leader-elect-lease-duration", type=Duration(), default="15s", help="How long a Lease lasts.")
@@ -125,7 +133,10 @@ def kcm(**flags: Any) -> None:
                                     hpa_downscale_stabilization=flags["horizontal_pod_autoscaler_downscale_stabilization"],
                                     hpa_tolerance=flags["horizontal_pod_autoscaler_tolerance"],
                                     hpa_cpu_initialization_period=flags["horizontal_pod_autoscaler_cpu_initialization_period"],
-                                    hpa_initial_readiness_delay=flags["horizontal_pod_autoscaler_initial_readiness_delay"]))
+                                    hpa_initial_readiness_delay=flags["horizontal_pod_autoscaler_initial_readiness_delay"],
+                                    pv_claim_binder_sync_period=flags["pvclaimbinder_sync_period"],
+                                    enable_hostpath_provisioner=flags["enable_hostpath_provisioner"],
+                                    hostpath_provisioner_dir=os.path.abspath(flags["hostpath_provisioner_dir"])))
     try:
         app.enabled_controllers(options)  # unknown names fail here, before the event loop starts
         stopped = asyncio.run(run_until_signalled(app.run(options)))

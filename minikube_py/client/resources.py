@@ -46,6 +46,7 @@ HORIZONTAL_POD_AUTOSCALERS = builtin("autoscaling", "v2", "horizontalpodautoscal
 LEASES = builtin("coordination.k8s.io", "v1", "leases")
 EVENTS = builtin("events.k8s.io", "v1", "events")
 PRIORITY_CLASSES = builtin("scheduling.k8s.io", "v1", "priorityclasses")
+STORAGE_CLASSES = builtin("storage.k8s.io", "v1", "storageclasses")
 POD_DISRUPTION_BUDGETS = builtin("policy", "v1", "poddisruptionbudgets")
 ENDPOINT_SLICES = builtin("discovery.k8s.io", "v1", "endpointslices")
 

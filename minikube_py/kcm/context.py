@@ -41,6 +41,9 @@ class ControllerSettings:
     hpa_tolerance: float = 0.1  # usage ratio off 1.0 ignored (--horizontal-pod-autoscaler-tolerance)
     hpa_cpu_initialization_period: float = 300.0  # CPU samples of new pods distrusted (--horizontal-pod-autoscaler-cpu-initialization-period)
     hpa_initial_readiness_delay: float = 30.0  # readiness flaps of new pods ignored (--horizontal-pod-autoscaler-initial-readiness-delay)
+    pv_claim_binder_sync_period: float = 15.0  # seconds between re-syncs of every claim and volume (--pvclaimbinder-sync-period)
+    enable_hostpath_provisioner: bool = False  # the binder provisions kubernetes.io/host-path classes (--enable-hostpath-provisioner)
+    hostpath_provisioner_dir: str = "/tmp/hostpath_pv"  # where those volumes' directories go (--hostpath-provisioner-dir)
 
 
 @dataclass

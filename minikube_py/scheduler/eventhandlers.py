@@ -37,7 +37,7 @@ ASSIGNED_POD_DELETE = ClusterEvent("Pod", ActionType.DELETE, "AssignedPodDelete"
 CLUSTER_EVENT_RESOURCES: dict[str, Resource] = {
     "PersistentVolumeClaim": resources.PERSISTENT_VOLUME_CLAIMS,
     "PersistentVolume": resources.PERSISTENT_VOLUMES,
-    "StorageClass": resources.builtin("storage.k8s.io", "v1", "storageclasses"),
+    "StorageClass": resources.STORAGE_CLASSES,
 }
 _ACTION_NAMES = ((ActionType.ADD, "Add"), (ActionType.UPDATE, "Update"), (ActionType.DELETE, "Delete"))
 

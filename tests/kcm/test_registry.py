@@ -69,6 +69,7 @@ def test_every_built_in_controller_acts_as_an_account_rbac_knows() -> None:
     ("node-ipam-controller", "cidrAllocator"),
     ("node-lifecycle-controller", "node-controller"),
     ("taint-eviction-controller", "taint-eviction-controller"),
+    ("persistentvolume-binder-controller", "persistentvolume-controller"),
 ])
 def test_events_carry_the_source_component_kubes_controller_records(controller: str, component: str) -> None:
     assert registry().get(controller).event_component == component

@@ -15,6 +15,7 @@ import pytest
 from minikube_py.client import resources
 from minikube_py.client.clock import FakeClock
 from minikube_py.client.listers import Lister
+from minikube_py.client.resources import STORAGE_CLASSES
 from minikube_py.client.store import DeletedFinalStateUnknown, Indexer
 from minikube_py.scheduler.eventhandlers import EventHandlers
 from minikube_py.scheduler.framework import config
@@ -33,7 +34,6 @@ from minikube_py.scheduler.plugins.volumebinding import (
     ERR_REASON_NODE_CONFLICT,
     ERR_REASON_PV_NOT_EXIST,
     ERR_REASON_UNBOUND_IMMEDIATE,
-    STORAGE_CLASSES,
     VolumeBinding,
 )
 from minikube_py.scheduler.queue import SchedulingQueue

@@ -27,6 +27,11 @@ from minikube_py.kcm.controllers.serviceaccount import ServiceAccountsController
 from minikube_py.kcm.controllers.statefulset import StatefulSetController
 from minikube_py.kcm.controllers.tainteviction import TaintEvictionController
 from minikube_py.kcm.controllers.ttlafterfinished import TTLAfterFinishedController
+from minikube_py.kcm.controllers.volume import (
+    PersistentVolumeController,
+    PVCProtectionController,
+    PVProtectionController,
+)
 
 
 def descriptors() -> list[ControllerDescriptor]:
@@ -79,4 +84,11 @@ def descriptors() -> list[ControllerDescriptor]:
                              aliases=("nodelifecycle",)),
         ControllerDescriptor("taint-eviction-controller", "node-controller", TaintEvictionController,
                              event_source="taint-eviction-controller"),
+        ControllerDescriptor("persistentvolume-binder-controller", "persistent-volume-binder",
+                             PersistentVolumeController, aliases=("persistentvolume-binder",),
+                             event_source="persistentvolume-controller"),
+        ControllerDescriptor("persistentvolumeclaim-protection-controller", "pvc-protection-controller",
+                             PVCProtectionController, aliases=("pvc-protection",)),
+        ControllerDescriptor("persistentvolume-protection-controller", "pv-protection-controller",
+                             PVProtectionController, aliases=("pv-protection",)),
     ]

@@ -66,7 +66,6 @@ ERR_REASON_UNBOUND_IMMEDIATE = "pod has unbound immediate PersistentVolumeClaims
 ANN_BIND_COMPLETED = "pv.kubernetes.io/bind-completed"
 ANN_BETA_STORAGE_CLASS = "volume.beta.kubernetes.io/storage-class"
 WAIT_FOR_FIRST_CONSUMER = "WaitForFirstConsumer"
-STORAGE_CLASSES = resources.builtin("storage.k8s.io", "v1", "storageclasses")
 
 _STATE_KEY = "VolumeBinding"  # kube's key for this plugin's state is the plugin's name
 
@@ -153,7 +152,7 @@ class VolumeBinding:
         # asked for now, so the scheduler's informer factory starts (and syncs) these informers with the others
         self.claim_lister = handle.informers.lister(resources.PERSISTENT_VOLUME_CLAIMS)
         self.volume_lister = handle.informers.lister(resources.PERSISTENT_VOLUMES)
-        self.class_lister = handle.informers.lister(STORAGE_CLASSES)
+        self.class_lister = handle.informers.lister(resources.STORAGE_CLASSES)
 
     # --- filter ---------------------------------------------------------------------------------------------
 
