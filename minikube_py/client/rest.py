@@ -46,9 +46,10 @@ PATCH_CONTENT_TYPES = {
     "apply": "application/apply-patch+yaml",  # JSON is YAML, so the body is sent as JSON
 }
 TOKEN_FILE_REFRESH = 60.0  # seconds between re-reads of a token file, as client-go does
-# Requests (not watches) a client has on the wire at once; the rest wait their turn. One connection each:
-# httpx's pool looks at every pooled connection (a syscall for each idle one) twice per request, so a
-# bigger pool costs the client more than the single-threaded apiserver could gain from more concurrency.
+# Requests (not watches) a client has on the wire at once by default; the rest wait their turn. One
+# connection each: httpx's pool looks at every pooled connection (building its TLS attributes and polling
+# its socket when idle) twice per request, so a bigger pool costs the client more than the single-threaded
+# apiserver could gain from more concurrency.
 MAX_IN_FLIGHT = 16
 # How long an idle connection stays open (client-go's transport: 90 s). httpx's 5 s would close a kubelet's
 # connection between two Lease renewals (every 10 s) and pay a TLS handshake on both ends for each.
@@ -64,7 +65,9 @@ class WatchEvent(NamedTuple):
 class RESTClient:
     """An async client for the apiserver named by `config`."""
 
-    def __init__(self, config: ClientConfig, *, timeout: float = 30.0) -> None:
+    def __init__(self, config: ClientConfig, *, timeout: float = 30.0, max_in_flight: int = MAX_IN_FLIGHT) -> None:
+        """`max_in_flight` bounds the requests (and so the connections) on the wire at once: fewer suit a
+        process with many clients, such as a hundred simulated kubelets."""
         self.config = config
         self._timeout = timeout
         self._throttle = _TokenBucket(config.qps, config.burst) if config.qps > 0 else None
@@ -72,10 +75,10 @@ class RESTClient:
         # connection pool, whose queue costs O(waiting x connections) per request (thousands of binds
         # queued at once made it the scheduler's main cost). Watches hold a connection each for minutes,
         # so they get a pool of their own and never take a request's place.
-        self._slots = asyncio.Semaphore(MAX_IN_FLIGHT)
+        self._slots = asyncio.Semaphore(max_in_flight)
         self._auth = _bearer_auth(config)
-        self._http = self._new_http(httpx.Limits(max_connections=MAX_IN_FLIGHT,
-                                                 max_keepalive_connections=MAX_IN_FLIGHT,
+        self._http = self._new_http(httpx.Limits(max_connections=max_in_flight,
+                                                 max_keepalive_connections=max_in_flight,
                                                  keepalive_expiry=IDLE_CONNECTION_TIMEOUT))
         self._watch_http = self._new_http(httpx.Limits(max_connections=None, max_keepalive_connections=0))
 

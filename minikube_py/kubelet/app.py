@@ -55,6 +55,11 @@ def _api_server(config: KubeletConfig, kubelet: Kubelet, client: RESTClient) -> 
                                          client_ca_file=config.client_ca_file))
 
 
+# A kubelet talks to the apiserver over one HTTP/2 connection in kube; ours keeps a few HTTP/1.1 ones, which
+# leaves room for a hundred simulated kubelets in one process.
+API_REQUESTS_IN_FLIGHT = 4
+
+
 async def run(config: KubeletConfig, runtime: RuntimeClient | None = None) -> None:
     """Run the kubelet until cancelled; `runtime` (closed on the way out) replaces a client dialing
     --container-runtime-endpoint."""
@@ -66,7 +71,7 @@ async def run(config: KubeletConfig, runtime: RuntimeClient | None = None) -> No
     config.pods_dir.mkdir(parents=True, exist_ok=True)
     config.pod_logs_dir.mkdir(parents=True, exist_ok=True)
     health = HealthServer("127.0.0.1", config.healthz_port)
-    async with RESTClient(client_config) as client:
+    async with RESTClient(client_config, max_in_flight=API_REQUESTS_IN_FLIGHT) as client:
         runtime = runtime or RuntimeClient(config.container_runtime_endpoint)
         broadcaster = EventBroadcaster(client)
         kubelet = Kubelet(config, client, runtime, broadcaster.new_core_recorder("kubelet", config.node_name))

@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-import asyncio
-
 import grpc
 import pytest
 
 from minikube_py.kubelet.cri import api_pb2 as cri
 from minikube_py.kubelet.cri.client import RuntimeClient
-from minikube_py.kubelet.cri.errors import CRIDeadlineExceeded, CRINotFound
+from minikube_py.kubelet.cri.errors import CRINotFound
 from minikube_py.kubelet.cri.fake import FakeRuntime
-from minikube_py.kubelet.cri.fake.inprocess import DirectStub, direct_stubs
+from minikube_py.kubelet.cri.fake.inprocess import direct_stubs
 
 
 def sandbox_config(name: str = "web") -> cri.PodSandboxConfig:
@@ -48,15 +46,3 @@ async def test_messages_cross_as_copies(runtime: FakeRuntime) -> None:
     config.labels["io.kubernetes.pod.uid"] = "changed-after-the-call"
     listed = await client.list_pod_sandbox()
     assert listed[0].labels["io.kubernetes.pod.uid"] == "uid-web"
-
-
-class _SlowServicer:
-    async def Status(self, request: cri.StatusRequest, context: object) -> cri.StatusResponse:
-        await asyncio.sleep(10)
-        return cri.StatusResponse()
-
-
-async def test_a_call_past_its_deadline_is_deadline_exceeded() -> None:
-    client = RuntimeClient("/nowhere.sock", timeout=0.01, stubs=(DirectStub(_SlowServicer()), None))
-    with pytest.raises(CRIDeadlineExceeded):
-        await client.status()
