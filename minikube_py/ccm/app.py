@@ -1,6 +1,7 @@
 """Assembling and running the cloud-controller-manager process (kube's `cloud-provider/app`).
 
     --cloud-provider, --cloud-config ─► registry.get_cloud_provider() ─► the provider (local, fake, a plugin)
+    at once, before leading: serve_recorded(stop, hand_back_after)   (an InProcessLoadBalancer only)
     kubeconfig ─► one client as system:cloud-controller-manager
                     ├─► shared informers (nodes, services) for every controller
                     └─► cloud.initialize(client builder, stop)   once this process leads
@@ -9,7 +10,11 @@
 The split with the kube-controller-manager: the KCM runs every controller that needs no cloud; the four that
 do (cloud-node, cloud-node-lifecycle, service-lb, node-route) run here, against whatever provider was named.
 With leader election on (the default) only the holder of the `kube-system/cloud-controller-manager` Lease
-initializes the cloud and runs controllers.
+initializes the cloud and runs controllers. A cloud whose load balancers carry traffic inside this process
+(mkpy's local cloud) serves the ones it has recorded from the start, though: a restarted CCM waits out the
+dead one's Lease before it leads, and its load balancers must not wait with it. A CCM that has not led within
+a lease duration plus the renew deadline (time enough to take over a dead leader's Lease) hands them back,
+since another CCM then leads.
 
 Usage rules: the provider, its config, the kubeconfig and the controller list are checked before the first
 API call, so a mistake is a one-line error (`CloudControllerManagerSetupError`). Losing the Lease ends the
@@ -24,7 +29,7 @@ import logging
 from dataclasses import dataclass, field
 
 from minikube_py.ccm.cloud import registry as cloud_registry
-from minikube_py.ccm.cloud.interface import CloudProviderError, Interface
+from minikube_py.ccm.cloud.interface import CloudProviderError, InProcessLoadBalancer, Interface
 from minikube_py.ccm.context import CloudControllerContext, CloudSettings
 from minikube_py.ccm.controllers import descriptors
 from minikube_py.client.controllermanager import (
@@ -121,11 +126,28 @@ async def run(options: Options) -> None:
         raise CloudControllerManagerSetupError(str(error)) from None
     health = HealthServer(options.bind_address, options.secure_port, cert_file=options.tls_cert_file,
                           key_file=options.tls_private_key_file) if options.secure_port else None
+    serving = asyncio.Event()
     try:
+        await serve_before_leading(cloud, options, serving)
         await serve_and_lead(client_config, "cloud-controller-manager", health, election,
                              lambda root: run_controllers(root, cloud, enabled, options), log)
     except HealthServerError as error:
         raise CloudControllerManagerSetupError(str(error)) from None
+    finally:
+        serving.set()
+
+
+async def serve_before_leading(cloud: Interface, options: Options, stop: asyncio.Event) -> None:
+    """Let a cloud whose load balancers live in this process serve the recorded ones now, not once it leads;
+    with leader election, for at most a lease duration plus the renew deadline unless it leads by then."""
+    balancers = cloud.load_balancer()
+    if not isinstance(balancers, InProcessLoadBalancer):
+        return
+    hand_back_after = options.lease_duration + options.renew_deadline if options.leader_elect else None
+    try:
+        await balancers.serve_recorded(stop, hand_back_after)
+    except CloudProviderError as error:
+        log.warning("cannot serve the recorded load balancers before leading: %s", error)
 
 
 async def run_controllers(root: RESTClient, cloud: Interface, enabled: list[ControllerDescriptor],

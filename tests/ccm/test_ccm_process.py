@@ -1,12 +1,15 @@
 """`mkpy ccm` as a process: an out-of-tree provider found through its package's entry point, the CCM acting as
-`system:cloud-controller-manager` with nothing but its ClusterRole, and the flags and configs it refuses."""
+`system:cloud-controller-manager` with nothing but its ClusterRole, a killed CCM whose load balancers are back
+as soon as it is, and the flags and configs it refuses."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +17,8 @@ import httpx
 import pytest
 
 from minikube_py.ccm.cloud import registry
+from tests.ccm.running import wait_for
+from tests.ccm.test_local_loadbalancer import HOST, answer, endpoints, pod_server, put_endpoints
 from tests.harness import ChildProcess, ControlPlane, free_port
 from tests.kcm.test_kcm_process import eventually
 
@@ -130,6 +135,76 @@ def test_an_out_of_tree_provider_initializes_nodes_with_only_the_ccm_role(contro
     finally:
         ccm.stop()
         api.delete("/api/v1/nodes/tiny-node-1")
+
+
+LEASE_DURATION = 8.0  # seconds (kube: 15): the killed CCM's Lease outlives it by this much
+RESTART_MARGIN = 4.0  # seconds from a restart to traffic: starting Python and binding, on a busy machine
+
+
+def local_ccm(control_plane: ControlPlane, config: Path, log_name: str) -> ChildProcess:
+    """`mkpy ccm` with the local cloud and only the service controller, as system:cloud-controller-manager,
+    with leader election on and a short Lease."""
+    kubeconfig = control_plane.component_kubeconfig("cloud-controller-manager", "system:cloud-controller-manager")
+    return ChildProcess([sys.executable, "-m", "minikube_py.cli.main", "ccm", f"--kubeconfig={kubeconfig}",
+                         "--cloud-provider=local", f"--cloud-config={config}", "--cluster-name=test",
+                         "--controllers=service-lb-controller", "--bind-address=127.0.0.1",
+                         f"--secure-port={free_port()}", f"--leader-elect-lease-duration={LEASE_DURATION:g}s",
+                         "--leader-elect-renew-deadline=5s", "--leader-elect-retry-period=1s"],
+                        control_plane.workdir / log_name)
+
+
+@pytest.mark.skipif(HOST.startswith("127."), reason="needs a non-loopback address to stand in for pods")
+async def test_a_killed_ccm_serves_its_load_balancers_again_as_soon_as_it_restarts_not_once_it_leads(
+        control_plane: ControlPlane, api: httpx.Client, namespace: str, tmp_path: Path) -> None:
+    config = tmp_path / "cloud-config.yaml"
+    config.write_text(f"clusterName: test\nstateFile: {tmp_path / 'state.json'}\nloadBalancerCIDR: 127.0.124.0/29\n")
+    node = f"{namespace}-node"  # with none, the load balancer has nowhere to send traffic through
+    assert api.post("/api/v1/nodes", json={"apiVersion": "v1", "kind": "Node", "metadata": {"name": node}}
+                    ).status_code == 201
+    port = free_port()
+    service = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web"},
+               "spec": {"type": "LoadBalancer", "ports": [{"name": "http", "port": port, "targetPort": 8080}]}}
+    assert api.post(f"/api/v1/namespaces/{namespace}/services", json=service).status_code == 201
+    first = local_ccm(control_plane, config, "ccm-killed.log")
+    restarted: ChildProcess | None = None
+    try:
+        async with pod_server("pod") as pod, pod_server("later") as later:
+            put_endpoints(api, endpoints(namespace, "web", pod))
+
+            def address() -> str:
+                status = api.get(f"/api/v1/namespaces/{namespace}/services/web").json()["status"]
+                return str(((status.get("loadBalancer") or {}).get("ingress") or [{}])[0].get("ip", ""))
+            lb = await wait_for(address, 30, "an EXTERNAL-IP for the service")
+            assert await wait_for(lambda: answer(lb, port), 10, "traffic through the load balancer") == b"pod:hi"
+
+            first.stop(kill=True)  # SIGKILL: no clean-up, its Lease stays held for LEASE_DURATION
+            assert await answer(lb, port) == b""
+            restarted_at = time.monotonic()
+            restarted = local_ccm(control_plane, config, "ccm-restarted.log")
+            assert await wait_for(lambda: answer(lb, port), RESTART_MARGIN, "traffic again") == b"pod:hi"
+            assert time.monotonic() - restarted_at < RESTART_MARGIN < LEASE_DURATION
+            assert "initialized cloud provider local" not in restarted.log(), "served before leading"
+
+            # the takeover, once the dead CCM's Lease expires, keeps the listener: every request is answered
+            while "adopted 1 load balancer(s)" not in restarted.log():
+                assert time.monotonic() - restarted_at < 3 * LEASE_DURATION, "the restarted CCM never led"
+                assert await answer(lb, port) == b"pod:hi", f"dropped {time.monotonic() - restarted_at:.1f}s after"
+                await asyncio.sleep(0.05)
+            put_endpoints(api, endpoints(namespace, "web", later))
+
+            async def later_answers() -> bool:
+                return await answer(lb, port) == b"later:hi"
+            await wait_for(later_answers, 10, "the leader to follow the endpoints")
+    finally:
+        first.stop()
+        if restarted is not None:
+            restarted.stop()
+        api.delete(f"/api/v1/nodes/{node}")
+        # no CCM is left to remove the load balancer's finalizer: leave no LoadBalancer Service to other tests
+        web = f"/api/v1/namespaces/{namespace}/services/web"
+        api.patch(web, json={"metadata": {"finalizers": None}},
+                  headers={"Content-Type": "application/merge-patch+json"})
+        api.delete(web)
 
 
 @pytest.mark.parametrize("flags, message", [

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import socket
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 
 import pytest
 import uvloop
@@ -50,8 +50,10 @@ async def ask(address: str, port: int, data: bytes = b"hi") -> bytes:
 
 
 @contextlib.asynccontextmanager
-async def proxy_to(*backends: tuple[str, int], interval: float = 60.0) -> AsyncIterator[TCPProxy]:
-    proxy = TCPProxy(LB_ADDRESS, free_port(), health_check_interval=interval, connect_timeout=1.0)
+async def proxy_to(*backends: tuple[str, int], interval: float = 60.0, connect_timeout: float = 1.0,
+                   health_check_timeout: float = 2.5) -> AsyncIterator[TCPProxy]:
+    proxy = TCPProxy(LB_ADDRESS, free_port(), health_check_interval=interval, connect_timeout=connect_timeout,
+                     health_check_timeout=health_check_timeout)
     proxy.set_backends(backends)
     await proxy.start()
     try:
@@ -62,6 +64,14 @@ async def proxy_to(*backends: tuple[str, int], interval: float = 60.0) -> AsyncI
 
 def closed_port() -> tuple[str, int]:
     return "127.0.0.1", free_port()
+
+
+@contextlib.contextmanager
+def gone_silent() -> Iterator[tuple[str, int]]:
+    """A backend that no longer answers at all, like a pod on a node cut off from the network: its listen
+    queue (of length 0) is full, so the kernel drops new SYNs and a connect neither succeeds nor is refused."""
+    with socket.create_server(("127.0.0.1", 0), backlog=0) as server, socket.create_connection(server.getsockname()):
+        yield "127.0.0.1", server.getsockname()[1]
 
 
 async def test_connections_are_spread_round_robin_over_the_backends() -> None:
@@ -90,6 +100,21 @@ async def test_health_checks_mark_backends_down_and_up_again() -> None:
             await proxy.check_health()
             assert proxy.healthy == [a, dead]
             assert {await ask(LB_ADDRESS, proxy.port) for _ in range(2)} == {b"a:hi", b"revived:hi"}
+
+
+async def test_a_backend_that_stopped_answering_gets_no_traffic_once_its_health_checks_fail() -> None:
+    """A NotReady node stays a backend (the service controller does not look at readiness, as in kube 1.32):
+    the load balancer's own checks are what keep traffic off it. Here, off a pod that stopped answering."""
+    async with named_server("live") as live:
+        with gone_silent() as silent:
+            async with proxy_to(silent, live, connect_timeout=5.0, health_check_timeout=0.2) as proxy:
+                await proxy.check_health()
+                assert proxy.healthy == [silent, live], "one failed check may be a lost SYN: not down yet"
+                await proxy.check_health()
+                assert proxy.healthy == [live]
+                async with asyncio.timeout(2):  # one try at the silent backend would take its 5 s connect timeout
+                    answers = [await ask(LB_ADDRESS, proxy.port) for _ in range(4)]
+    assert answers == [b"live:hi"] * 4
 
 
 async def test_when_every_backend_fails_its_checks_all_are_still_tried() -> None:

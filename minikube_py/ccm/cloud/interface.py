@@ -13,6 +13,10 @@ Capabilities, each optional: `LoadBalancer` (Services of type LoadBalancer), `In
 and whether it still exists or is shut down; the older `Instances` asks the same by node name), `Zones`,
 `Clusters`, `Routes` (pod-network routes between nodes).
 
+One addition of mkpy's, `InProcessLoadBalancer`: a load balancer capability whose traffic flows through the
+CCM's own process (the local cloud's) also offers `serve_recorded`, which the CCM calls as soon as it starts,
+before it leads, so a restarted CCM's load balancers are down only while no CCM process runs.
+
 Usage rules, the same for every provider:
 * Objects passed in (Services, Nodes) are the controllers' cached copies, as JSON dicts: read them, never
   change them.
@@ -28,7 +32,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from minikube_py.client.rest import RESTClient
 
@@ -108,13 +112,26 @@ class LoadBalancer(Protocol):
 
     async def ensure_load_balancer(self, cluster_name: str, service: Service, nodes: list[Node]) -> LoadBalancerStatus:
         """Create the service's load balancer, or bring an existing one up to date, sending traffic to `nodes`
-        (the Ready nodes that may carry load-balancer traffic); its status, for `status.loadBalancer`."""
+        (every node that may carry load-balancer traffic, Ready or not: the load balancer's own health checks
+        keep traffic off a node that does not answer); its status, for `status.loadBalancer`."""
 
     async def update_load_balancer(self, cluster_name: str, service: Service, nodes: list[Node]) -> None:
         """Point an existing load balancer at a new set of nodes (called when the cluster's nodes change)."""
 
     async def ensure_load_balancer_deleted(self, cluster_name: str, service: Service) -> None:
         """Delete the service's load balancer if there is one; succeeding when there is none."""
+
+
+@runtime_checkable
+class InProcessLoadBalancer(Protocol):
+    """mkpy's addition to LoadBalancer, for a cloud whose load balancers carry their traffic inside the CCM's
+    process (kube has nothing like it: a real cloud's load balancers outlive any CCM)."""
+
+    async def serve_recorded(self, stop: asyncio.Event, hand_back_after: float | None) -> None:
+        """Called once when the CCM starts, before it leads: serve the load balancers the cloud has recorded on
+        every address that is free, leaving alone those in use (a live leader serves them). `initialize` takes
+        them over when this CCM leads; until then they are closed when `stop` is set or when `hand_back_after`
+        seconds (None: never) pass without this CCM leading, since then another CCM leads and needs them."""
 
 
 class InstancesV2(Protocol):

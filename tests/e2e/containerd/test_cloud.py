@@ -6,7 +6,8 @@ an EXTERNAL-IP, the real `curl` goes through that address to busybox httpd pods,
 stop|terminate` shuts a node's VM down (its kubelet and containerd stop) for the node-lifecycle controllers to
 notice. The module has a cluster of its own (it terminates a node), and its tests build on each other in file
 order: reading first, then load balancers, then the CCM killed and stopped, then the worker's VM stopped and
-terminated, then the mistakes left to make.
+terminated, then the mistakes left to make, and last a look at the CCM's log and the audit log for any request
+its ClusterRole did not allow.
 
 The KCM runs with `--node-monitor-grace-period=20s` (kube: 50 s), so a silent node goes NotReady in about
 25 s (grace + the 5 s monitor period). That cannot flap: the kubelet renews its node Lease every 10 s (a
@@ -16,7 +17,9 @@ quarter of its 40 s duration, no flag), so a live node is never more than ~10 s 
 from __future__ import annotations
 
 import ipaddress
+import json
 import os
+import re
 import signal
 import time
 from collections.abc import Iterator
@@ -50,6 +53,8 @@ SHUTDOWN = "node.cloudprovider.kubernetes.io/shutdown"
 FINALIZER = "service.kubernetes.io/load-balancer-cleanup"
 NODE_DOWN_TIMEOUT = 60  # seconds: grace 20 s + monitor period 5 s + the CCM's 5 s pass, with slack
 CCM_LEASE_TIMEOUT = 40  # seconds: a killed CCM keeps its Lease (15 s) until it expires; the next one waits
+CCM_START_TIMEOUT = 10  # seconds from `mkpy up` restarting the CCM to its load balancers serving again
+CCM_USER = "system:cloud-controller-manager"
 WEB_SCRIPT = "mkdir -p /www && hostname > /www/index.html && exec httpd -f -p 8080 -h /www"
 
 
@@ -174,6 +179,13 @@ def instance_state(cluster: KubeCluster, name: str) -> str:
 def load_balancer_network(cluster: KubeCluster) -> ipaddress.IPv4Network:
     config = yaml.safe_load((cluster.dir / "cloud" / "cloud-config.yaml").read_text())
     return ipaddress.IPv4Network(config["loadBalancerCIDR"])
+
+
+def logged_at(log: str, message: str) -> datetime:
+    """When a component first logged `message` (its lines start with the local time, as Python's logging
+    writes it: `2024-05-01 12:00:00,123 I ...`)."""
+    line = next(line for line in log.splitlines() if message in line)
+    return datetime.strptime(line[:23], "%Y-%m-%d %H:%M:%S,%f")
 
 
 def events(cluster: KubeCluster, ns: str, kind: str, name: str, reason: str | None = None) -> list[dict[str, Any]]:
@@ -311,12 +323,17 @@ def test_a_killed_ccm_adopts_its_load_balancers_when_it_comes_back(cloud: KubeCl
     # the listeners lived in the CCM's process: nothing answers while it is down
     wait_until(lambda: refused(cloud, address), "the load balancer's address to refuse connections")
     cloud.mkpy("up", "--name", CLUSTER, "--no-switch-context")
-    # the new CCM waits until the dead one's Lease expires (15 s), then re-opens the recorded listeners
+    # the new CCM serves the recorded load balancer as soon as it starts, while it still waits for the dead
+    # one's Lease to expire (15 s) before it leads; then it adopts it without closing the listener
     wait_until(lambda: curl(cloud, address).returncode == 0, "the same address to answer again",
-               timeout=CCM_LEASE_TIMEOUT)
+               timeout=CCM_START_TIMEOUT)
+    answered_at = datetime.now()
     log = cloud.dir / "logs" / "ccm.log"
     wait_until(lambda: "adopted 1 load balancer(s)" in log.read_text().rsplit("starting ccm:", 1)[1],
-               "the restarted CCM's log to say it adopted the load balancer")
+               "the restarted CCM's log to say it adopted the load balancer", timeout=CCM_LEASE_TIMEOUT)
+    restarted = log.read_text().rsplit("starting ccm:", 1)[1]
+    assert "serving 1 recorded load balancer(s) before leading" in restarted
+    assert answered_at < logged_at(restarted, "initialized cloud provider local"), "traffic was back before it led"
     assert cloud_table(cloud, "lbs") == [before]  # the same record: name, address, ports, backends
     assert [entry["ip"] for entry in ingress(cloud, cloud_ns, "front")] == [address]
     answered_by(cloud, address, set(ready_pods(cloud, cloud_ns)))
@@ -445,3 +462,26 @@ def test_mistakes_are_one_line_errors(cloud: KubeCluster, tmp_path: Path) -> Non
     bad.write_text("clusterName: [cloud\nstateFile: /nowhere\n")
     config = cloud.mkpy("ccm", "--cloud-provider", "local", "--cloud-config", str(bad), check=False)
     assert one_line_error(config).startswith("Error: cloud config is not YAML: ")
+
+
+# 8. RBAC: the CCM's role was enough -------------------------------------------------------------------
+
+
+def test_the_ccm_was_never_forbidden_anything(cloud: KubeCluster) -> None:
+    """Everything above ran as system:cloud-controller-manager with only its ClusterRole: no request of the
+    CCM was refused, by the apiserver's audit log (every request, at Metadata level), and nothing in its own
+    log says Forbidden."""
+    logs = cloud.dir / "logs"
+    codes: dict[int, list[str]] = {}
+    with (logs / "audit.log").open(encoding="utf-8") as audit:
+        for line in audit:
+            if CCM_USER in line and '"responseStatus"' in line:
+                event = json.loads(line)
+                if event["user"].get("username") == CCM_USER:
+                    code = event["responseStatus"].get("code", 0)
+                    codes.setdefault(code, []).append(f"{event['verb']} {event['requestURI']}")
+    assert codes.get(200), "the audit log holds the CCM's requests"
+    assert codes.get(403, []) == []
+    forbidden = [line for line in (logs / "ccm.log").read_text().splitlines()
+                 if re.search(r"forbidden|\b403\b", line, re.IGNORECASE)]
+    assert forbidden == []

@@ -2,7 +2,8 @@
 a TCP proxy (proxy.py) on every one of its ports sends the traffic to the Service's ready endpoints.
 
     balancers = LocalLoadBalancers(config, store, "local")
-    await balancers.start(client_builder, stop)            # the endpoints watch; adopts existing balancers
+    await balancers.serve_recorded(stop, hand_back_after)  # at process start: the recorded balancers serve
+    await balancers.start(client_builder, stop)            # once leading: the endpoints watch; adoption
     status = await balancers.ensure_load_balancer("mkpy", service, nodes)
     # status == {"ingress": [{"ip": "127.0.100.1", "ipMode": "VIP"}]}: `curl http://127.0.100.1:<port>` works
 
@@ -11,7 +12,11 @@ asks for one (refused when another load balancer holds it), else the first addre
 (127.0.100.0/24: loopback, which Linux routes entirely to `lo`, so binding needs no setup) that no load
 balancer holds. Every TCP port of the Service becomes a listener on address:port; UDP and SCTP are
 `Unimplemented`. When a port cannot be bound (in use by another program, or the address is not on this host)
-the call fails with that reason and the service controller retries later.
+the call fails with that reason and the service controller retries later. There is no fallback to another
+port on a shared address: on Linux every address of 127.0.0.0/8 is local, so a distinct address is always
+possible. When every address of the CIDR is held (254 load balancers with the default /24), the call fails
+with "no free load-balancer address ..." (a SyncLoadBalancerFailed event, retried with backoff) until one is
+released or `loadBalancerCIDR` is widened (any part of 127/8 works without setup).
 
 Backends. A cloud load balancer sends traffic to nodes, and kube-proxy on a node forwards it to a pod. This
 cloud skips the hop and sends it straight to the pods the node would have chosen: with
@@ -23,18 +28,31 @@ backends within the watch's latency, without the service controller doing anythi
 matched to the endpoint port with the same name, as kube-proxy does.
 
 State. Every load balancer is a record in the cloud state's "loadBalancers" section, named by
-`default_load_balancer_name` (what `mkpy cloud lbs` lists):
+`default_load_balancer_name` (what `mkpy cloud lbs` lists), with the backends of each port:
 
     {"name": ..., "service": "<ns>/<name>", "address": "127.0.100.1", "externalTrafficPolicy": "Cluster",
-     "ports": [{"name": "http", "protocol": "TCP", "port": 80}], "backends": ["10.244.0.5:8080"],
-     "nodes": ["mkpy", "mkpy-m02"]}
+     "ports": [{"name": "http", "protocol": "TCP", "port": 80, "backends": ["10.244.0.5:8080"]}],
+     "backends": ["10.244.0.5:8080"], "nodes": ["mkpy", "mkpy-m02"]}
 
-The listeners live in the CCM's process, so the records are what survives a restart: `start()` waits for the
-endpoints cache, then re-opens the listeners of every record (adoption), so traffic resumes without the
-service controller re-creating anything. When `stop` is set the listeners close and the records stay.
+A restarted CCM. The listeners live in the CCM's process, so the records are what survives it, and a new
+process serves them again in two steps:
+1. `serve_recorded()`, as soon as the process starts, before it leads and without the apiserver: every
+   record's listeners are opened with the backends the record names (health checks drop those that went
+   away). An address:port that cannot be bound is in use, normally by the live leader of another CCM
+   process, and is left to it. This process writes nothing to the state: it is not in charge yet. If it has
+   not become leader `hand_back_after` seconds later, another CCM leads, and it closes what it opened, so
+   the leader can open them (this happens only when it started while no leader was alive and another CCM
+   then won the Lease).
+2. `start()`, called by `initialize` once the process leads: the Endpoints watch starts, the listeners
+   already open are kept (no connection is dropped at the takeover) and get their backends from the
+   endpoints, and the other records' listeners are opened (adoption). One that is still in use is tried
+   again every `adopt_retry_interval` seconds; the service controller, whose ensure fails meanwhile, retries
+   it too.
+When `stop` is set the listeners close and the records stay.
 
-Usage rules: call `start()` before anything else (the other calls wait until adoption is done); calls may come
-from several controller workers at once: changes to the balancers are serialized by one lock.
+Usage rules: call `serve_recorded()` (optional) then `start()` before anything else (the other calls wait
+until adoption is done); calls may come from several controller workers at once: changes to the balancers
+are serialized by one lock.
 """
 
 from __future__ import annotations
@@ -43,7 +61,7 @@ import asyncio
 import contextlib
 import ipaddress
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Collection, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -67,6 +85,7 @@ log = logging.getLogger(__name__)
 
 CLIENT_NAME = "local-cloud-load-balancers"
 SECTION = "loadBalancers"
+ADOPT_RETRY_INTERVAL = 2.0  # seconds between tries to open a recorded listener still in use at the takeover
 Port = dict[str, Any]  # {"name": "http", "protocol": "TCP", "port": 80}
 
 
@@ -88,10 +107,11 @@ class _Balancer:
                    list(record.get("nodes") or []))
 
     def record(self) -> dict[str, Any]:
+        ports = [{**port, "backends": backend_strings(self.proxies[port["port"]].backends)} for port in self.ports]
         backends = {backend for proxy in self.proxies.values() for backend in proxy.backends}
         return {"name": self.name, "service": self.service, "address": self.address,
-                "externalTrafficPolicy": "Local" if self.local_traffic else "Cluster", "ports": self.ports,
-                "backends": [f"{ip}:{port}" for ip, port in sorted(backends)], "nodes": self.nodes}
+                "externalTrafficPolicy": "Local" if self.local_traffic else "Cluster", "ports": ports,
+                "backends": backend_strings(backends), "nodes": self.nodes}
 
     def status(self) -> LoadBalancerStatus:
         return ingress(self.address)
@@ -100,20 +120,48 @@ class _Balancer:
 class LocalLoadBalancers:
     """The local cloud's LoadBalancer capability (interface.LoadBalancer)."""
 
-    def __init__(self, config: LocalCloudConfig, store: CloudStateStore, provider_name: str) -> None:
+    def __init__(self, config: LocalCloudConfig, store: CloudStateStore, provider_name: str, *,
+                 adopt_retry_interval: float = ADOPT_RETRY_INTERVAL) -> None:
         self._config = config
         self._store = store
         self._provider_name = provider_name
+        self._adopt_retry_interval = adopt_retry_interval
         self._balancers: dict[str, _Balancer] = {}
         self._lock = asyncio.Lock()
         self._ready = asyncio.Event()
+        self._leading = False
         self._stopped = False
         self._endpoints: SharedIndexInformer | None = None
         self._task: asyncio.Task[None] | None = None
+        self._hand_back: asyncio.Task[None] | None = None
+
+    async def serve_recorded(self, stop: asyncio.Event, hand_back_after: float | None) -> None:
+        """interface.InProcessLoadBalancer: before leading, open the recorded balancers' listeners that are
+        free, with their recorded backends; close them when `stop` is set or `hand_back_after` seconds pass
+        without `start()`."""
+        async with self._lock:
+            left: list[str] = []
+            for name, record in self._store.read()[SECTION].items():
+                try:
+                    balancer, backends = await self._reopen(name, record)
+                except ListenError as error:
+                    left.append(name)
+                    log.info("%s cloud: load balancer %s is served elsewhere (%s): left to the CCM that serves it",
+                             self._provider_name, name, error)
+                    continue
+                except ValueError as error:
+                    log.warning("%s cloud: cannot serve load balancer %s: %s", self._provider_name, name, error)
+                    continue
+                for number, proxy in balancer.proxies.items():
+                    proxy.set_backends(backends[number])
+            log.info("%s cloud: serving %d recorded load balancer(s) before leading, %d left to another CCM",
+                     self._provider_name, len(self._balancers), len(left))
+        self._hand_back = asyncio.create_task(self._serve_until(stop, hand_back_after), name=f"{CLIENT_NAME}-hand-back")
 
     async def start(self, client_builder: ClientBuilder, stop: asyncio.Event) -> None:
-        """Start watching Endpoints; once the cache has synced, adopt the balancers in the state. Everything
-        ends when `stop` is set."""
+        """Start watching Endpoints; once the cache has synced, adopt the balancers in the state (keeping those
+        `serve_recorded` opened). Everything ends when `stop` is set."""
+        self._leading = True
         informers = SharedInformerFactory(await client_builder.client(CLIENT_NAME))
         self._endpoints = informers.informer_for(resources.ENDPOINTS)
         self._endpoints.add_event_handler(FuncHandler(on_add=self._endpoints_changed,
@@ -250,14 +298,32 @@ class LocalLoadBalancers:
 
     # life cycle ----------------------------------------------------------------------------------------------
 
+    async def _serve_until(self, stop: asyncio.Event, hand_back_after: float | None) -> None:
+        """Close what `serve_recorded` opened when `stop` is set or `hand_back_after` seconds have passed,
+        unless this CCM leads by then (then the balancers are its own)."""
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(hand_back_after):
+                await stop.wait()
+        async with self._lock:
+            if self._leading:
+                return
+            for balancer in self._balancers.values():
+                await self._close(balancer)
+            if self._balancers and not stop.is_set():
+                log.info("%s cloud: not leading %gs after start: another CCM leads; its load balancers are "
+                         "handed back to it", self._provider_name, hand_back_after)
+            self._balancers.clear()
+
     async def _run(self, informers: SharedInformerFactory, stop: asyncio.Event) -> None:
         adopting = asyncio.create_task(self._adopt())
         try:
             await stop.wait()
         finally:
-            adopting.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await adopting
+            for task in (adopting, self._hand_back):
+                if task is not None:
+                    task.cancel()
+                    with contextlib.suppress(asyncio.CancelledError):
+                        await task
             async with self._lock:
                 self._stopped = True
                 for balancer in self._balancers.values():
@@ -267,22 +333,58 @@ class LocalLoadBalancers:
             await informers.stop()
 
     async def _adopt(self) -> None:
-        """Once the endpoints cache is synced, re-open the listeners of every balancer in the state."""
+        """Once the endpoints cache is synced, take over every balancer in the state: those already served get
+        their backends from the endpoints, the others' listeners are opened; the ones still in use are tried
+        again every `adopt_retry_interval` until they open or their record is gone."""
         assert self._endpoints is not None
         await self._endpoints.wait_for_cache_sync()
         async with self._lock:
-            for name, record in self._store.read()[SECTION].items():
-                try:
-                    balancer = _Balancer.from_record(name, record)
-                    await self._listen(balancer, [dict(port, name=port.get("name", "")) for port in record["ports"]])
-                except (ListenError, KeyError, TypeError) as error:
-                    log.warning("%s cloud: cannot adopt load balancer %s: %s (the service controller will retry)",
-                                self._provider_name, name, error)
-                    continue
-                self._balancers[name] = balancer
+            for balancer in self._balancers.values():
                 self._refresh(balancer)
+            in_use = await self._open_recorded()
             log.info("%s cloud: adopted %d load balancer(s)", self._provider_name, len(self._balancers))
         self._ready.set()
+        for name, error in in_use.items():
+            log.warning("%s cloud: cannot adopt load balancer %s yet: %s (trying again every %gs)",
+                        self._provider_name, name, error, self._adopt_retry_interval)
+        while in_use:
+            await asyncio.sleep(self._adopt_retry_interval)
+            async with self._lock:
+                waiting, in_use = in_use, await self._open_recorded(in_use.keys())
+                opened = [name for name in waiting if name not in in_use and name in self._balancers]
+            for name in opened:
+                log.info("%s cloud: load balancer %s adopted", self._provider_name, name)
+
+    async def _open_recorded(self, only: Collection[str] | None = None) -> dict[str, ListenError]:
+        """Open the listeners of every recorded balancer not served yet, or of those named in `only` (hold the
+        lock); the ones in use, by name."""
+        in_use: dict[str, ListenError] = {}
+        for name, record in self._store.read()[SECTION].items():
+            if name in self._balancers or (only is not None and name not in only):
+                continue
+            try:
+                balancer, _ = await self._reopen(name, record)
+            except ListenError as error:
+                in_use[name] = error
+                continue
+            except ValueError as error:
+                log.warning("%s cloud: cannot adopt load balancer %s: %s", self._provider_name, name, error)
+                continue
+            self._refresh(balancer)
+        return in_use
+
+    async def _reopen(self, name: str, record: dict[str, Any]) -> tuple[_Balancer, dict[int, list[Backend]]]:
+        """The balancer a record describes, listening again and served from now on, and the backends the
+        record names for each port; ListenError when a listener cannot be opened, ValueError for a record
+        this code cannot read."""
+        try:
+            balancer = _Balancer.from_record(name, record)
+            listeners = recorded_listeners(record)
+        except (KeyError, TypeError, ValueError) as error:
+            raise ValueError(f"unreadable record ({type(error).__name__}: {error})") from None
+        await self._listen(balancer, [port for port, _ in listeners])
+        self._balancers[name] = balancer
+        return balancer, {port["port"]: backends for port, backends in listeners}
 
     @contextlib.asynccontextmanager
     async def _serialized(self) -> AsyncIterator[None]:
@@ -308,6 +410,25 @@ def tcp_ports(service: Service, key: str) -> list[Port]:
                                 f"{protocol} of service {key} is {protocol}")
         ports.append({"name": port.get("name") or "", "protocol": protocol, "port": int(port["port"])})
     return ports
+
+
+def backend_strings(backends: Iterable[Backend]) -> list[str]:
+    """Backends as the state records them: "ip:port", sorted by address."""
+    return [f"{ip}:{port}" for ip, port in sorted(backends)]
+
+
+def recorded_listeners(record: dict[str, Any]) -> list[tuple[Port, list[Backend]]]:
+    """Each port of a load-balancer record with the backends recorded for it; KeyError, TypeError or ValueError
+    for a record that is not shaped as this module writes it."""
+    listeners = []
+    for port in record["ports"]:
+        backends = []
+        for backend in port.get("backends") or []:
+            ip, _, number = backend.rpartition(":")
+            backends.append((str(ipaddress.ip_address(ip)), int(number)))
+        listeners.append(({"name": port.get("name") or "", "protocol": port.get("protocol") or "TCP",
+                           "port": int(port["port"])}, backends))
+    return listeners
 
 
 def endpoint_backends(endpoints: dict[str, Any] | None, port_name: str, nodes: set[str],

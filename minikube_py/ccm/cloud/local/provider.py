@@ -9,9 +9,11 @@ It only puts the local cloud's parts together over one state file and hands them
     instances()       None: the CCM prefers InstancesV2, so the older node-name API is not offered
     clusters()        None: no controller asks, and the cloud config does not know the apiserver's address
 
-`initialize` starts the load balancers' background work (their endpoints watch, and re-opening the listeners
-of balancers already in the state after a CCM restart). `has_cluster_id` is True: every resource carries the
-cluster's name (providerIDs `local://<clusterName>/<node>`, route names `<clusterName>-...`).
+The load balancers' listeners live in the CCM's process, so they are an `InProcessLoadBalancer`: the CCM has
+them serve the balancers recorded in the state as soon as it starts (`serve_recorded`), and `initialize`, once
+it leads, starts their background work (their endpoints watch, and the adoption of every recorded balancer).
+`has_cluster_id` is True: every resource carries the cluster's name (providerIDs `local://<clusterName>/<node>`,
+route names `<clusterName>-...`).
 
 The factory `new_provider(config_text)` reads the cloud config and the state file once, so a bad config or an
 unreadable state stops the CCM at start with one line, not at its first cloud call.
