@@ -708,6 +708,30 @@ async def test_a_deleted_volume_whose_claim_is_gone_loses_its_directory_then_its
     assert client.writes()[1].body["metadata"]["finalizers"] == ["kubernetes.io/pv-protection"]
 
 
+async def test_a_volume_that_is_gone_once_its_directory_is_removed_again_is_not_an_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The sync after the one that deleted the volume: the PV is still terminating when it is read, and the
+    # PV protection controller lets it go while this sync removes the directory a second time.
+    data = tmp_path / "pvc-x"
+    terminating = provisioned(data)
+    terminating["metadata"].update(
+        finalizers=["kubernetes.io/pv-protection"], deletionTimestamp="2024-01-01T00:00:00Z"
+    )
+    terminating["status"]["phase"] = "Released"
+    ctrl, client, recorder = binder(volumes=(terminating,), settings=hostpath_settings(tmp_path))
+    remove_directory = ctrl.reclaimer.plugin.delete
+
+    async def remove_while_the_volume_goes(pv: dict[str, Any]) -> None:
+        await remove_directory(pv)
+        del client.objects[("persistentvolumes", "", "pv1")]
+
+    monkeypatch.setattr(ctrl.reclaimer.plugin, "delete", remove_while_the_volume_goes)
+    await ctrl.sync_volume("pv1")
+    assert writes(client) == [("delete", "persistentvolumes", "pv1")]
+    assert recorder.events == []
+
+
 @pytest.mark.parametrize(
     "where",
     ["outside", "dir", "escape", "symlink"],

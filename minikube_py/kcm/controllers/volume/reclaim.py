@@ -146,7 +146,10 @@ class VolumeReclaimer:
         return True
 
     async def _remove_deletion_finalizer(self, name: str) -> None:
-        volume = await self.client.get(resources.PERSISTENT_VOLUMES, name)
+        try:
+            volume = await self.client.get(resources.PERSISTENT_VOLUMES, name)
+        except errors.NotFound:
+            return  # gone already: an earlier sync of the volume took this finalizer off and deleted it
         if PV_DELETION_IN_TREE_FINALIZER in (volume["metadata"].get("finalizers") or []):
             await self.writes.update_volume(with_finalizer(volume, PV_DELETION_IN_TREE_FINALIZER, False))
 
