@@ -193,8 +193,9 @@ class RESTClient:
         content = None if body is None else orjson.dumps(body)
         headers = {"Content-Type": content_type} if content is not None else None
         async with self._slots:
-            response = await self._http.request(method, url, params=_query(params or {}), content=content,
-                                                headers=headers)
+            # no `params` at all when there are none: httpx re-parses the URL to merge even an empty dict
+            response = await self._http.request(method, url, params=_query(params or {}) or None,
+                                                content=content, headers=headers)
         if not response.is_success:
             raise errors.from_response(response.status_code, response.content)
         if not response.content:

@@ -5,7 +5,7 @@
     periodic resync, back-offs ending ─────┘                                 │
                                                     RuntimeManager.sync_pod / kill_pod (kuberuntime.py)
                                                                              │
-                                               pod status from the runtime (podstatus.py) ──► PATCH pods/status
+                  pod status from the runtime (podstatus.py) ──► status manager ──► PATCH pods/status
 
 `sync_pod` is the one place where a pod's fate is decided:
 * deleted from the API (or found in the runtime after a restart without a pod): stop and remove everything;
@@ -13,8 +13,9 @@
   status, then delete the pod object for good (grace 0, with the uid as precondition) and clean up;
 * Succeeded or Failed: make sure nothing runs any more;
 * otherwise, as kube: first the status of what the runtime holds, with the waiting reasons the previous sync
-  left (kube's reason cache), then one step of `RuntimeManager.sync_pod`, then the status again. A status is
-  patched only when it changed.
+  left (kube's reason cache), then one step of `RuntimeManager.sync_pod`, then the status again. Each status
+  goes to the status manager (statusmanager.py), which patches it only when it changed, without the worker
+  waiting, and skips one that a newer status replaced before it could be sent.
 
 Reporting before acting is what shows a crashed container as `terminated` (Error, Completed, OOMKilled) before
 the step that restarts it or refuses to (CrashLoopBackOff, a waiting reason only that step can give), so a
@@ -49,6 +50,7 @@ from minikube_py.kubelet.objects import ObjectManager
 from minikube_py.kubelet.podworkers import PodWorkers, SyncOutcome
 from minikube_py.kubelet.prober import ProbeManager
 from minikube_py.kubelet.stats import StatsProvider
+from minikube_py.kubelet.statusmanager import StatusManager
 from minikube_py.kubelet.volumes import VolumeManager
 
 log = logging.getLogger("mkpy.kubelet")
@@ -57,6 +59,7 @@ RUNTIME_RETRY = 1.0  # seconds between attempts to reach the runtime at start
 MAX_REPORTED_IMAGES = 50  # kube's --node-status-max-images
 NETWORK_NOT_READY_RETRY = 1.0  # seconds before a pod waiting for the pod network is looked at again
 IMAGES_REFRESH = 30.0  # seconds between ListImages calls for the Node's status.images
+FINAL_STATUS_TIMEOUT = 10.0  # seconds a terminated pod's deletion waits for its last status to be written
 
 
 class Kubelet:
@@ -78,6 +81,7 @@ class Kubelet:
         self.manager = RuntimeManager(runtime, config, self.volumes, self.get_object, self, self.allocatable,
                                       clock)
         self.workers = PodWorkers(self.sync_pod)
+        self.status = StatusManager(client, self._status_written)
         self.probes = ProbeManager(runtime, self.workers.update, self.event)
         self.objects = ObjectManager(client, self.workers.update)
         self.node = NodeAgent(client, config, self.observe, runtime.update_runtime_config, self._node_event)
@@ -105,6 +109,7 @@ class Kubelet:
             async with asyncio.TaskGroup() as group:
                 group.create_task(self.node.run())
                 group.create_task(self._relist_loop())
+                group.create_task(self.status.run())
         finally:
             await self.probes.stop()
             await self.objects.stop()
@@ -187,6 +192,8 @@ class Kubelet:
             await self.manager.kill_pod(pod, state, int(meta.get("deletionGracePeriodSeconds") or 0))
             state = await runtimestate.pod_state(self.runtime, uid)
             await self._update_status(pod, state, SyncResult())
+            # the final status first: kube's status manager deletes the pod only once it is written
+            await self.status.flush(uid, FINAL_STATUS_TIMEOUT)
             try:
                 await self.client.delete(resources.PODS, meta["name"], meta.get("namespace"), grace_period_seconds=0,
                                          preconditions={"uid": uid})
@@ -227,6 +234,7 @@ class Kubelet:
     async def _clean_up(self, pod: dict[str, Any] | None, state: runtimestate.PodState) -> SyncOutcome:
         self.states.pop(state.uid, None)
         self.reasons.pop(state.uid, None)
+        self.status.forget(state.uid)
         await self.manager.kill_pod(pod, state, 0)
         await self.manager.remove_pod(state)
         self.probes.remove_pod(state.uid)
@@ -240,24 +248,20 @@ class Kubelet:
 
     async def _update_status(self, pod: dict[str, Any], state: runtimestate.PodState,
                              result: SyncResult) -> dict[str, Any]:
-        uid = pod["metadata"]["uid"]
-        inputs = podstatus.PodStatusInputs(state=state, waiting=result.waiting, ready=self.probes.ready(uid),
-                                           started=self.probes.started(uid), node_ip=self._node_ip(),
+        """The pod's status from `state`, handed to the status manager to write (if it changed)."""
+        pod = self.status.pod_with_status(pod)
+        inputs = podstatus.PodStatusInputs(state=state, waiting=result.waiting, ready=self.probes.ready(state.uid),
+                                           started=self.probes.started(state.uid), node_ip=self._node_ip(),
                                            runtime_name=self.runtime_name, failed=result.failed,
                                            termination_messages=self._read_termination_messages(state))
         status = podstatus.pod_status(pod, inputs)
-        if podstatus.status_changed(pod.get("status") or {}, status):
-            meta = pod["metadata"]
-            try:
-                updated = await self.client.patch(resources.PODS, meta["name"], {"status": status},
-                                                  meta.get("namespace"), subresource="status")
-                if meta["uid"] in self.bound_pods:
-                    self.bound_pods[meta["uid"]] = updated
-            except api_errors.NotFound:
-                pass
-            except (api_errors.APIStatusError, OSError) as error:
-                log.warning("updating the status of pod %s: %s", meta["name"], error)
+        self.status.set_pod_status(pod, status)
         return status
+
+    def _status_written(self, pod: dict[str, Any]) -> None:
+        uid = pod["metadata"]["uid"]
+        if uid in self.bound_pods:
+            self.bound_pods[uid] = pod
 
     def _read_termination_messages(self, state: runtimestate.PodState) -> dict[str, str]:
         for container in state.containers:

@@ -3,6 +3,8 @@ statuses a crash loop goes through, sync by sync (a kubelet over the fake runtim
 
 from __future__ import annotations
 
+import asyncio
+
 import copy
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
@@ -127,9 +129,11 @@ async def crash_node(tmp_path: Path) -> AsyncIterator[tuple[Kubelet, PodClient, 
     kubelet = Kubelet(KubeletConfig(node_name="sim-1", root_dir=tmp_path / "kubelet"), client,  # type: ignore[arg-type]
                       runtime, FakeRecorder(), clock=lambda: clock.wall().timestamp())  # type: ignore[arg-type]
     kubelet.bound_pods[UID] = copy.deepcopy(CRASHING)
+    writers = asyncio.create_task(kubelet.status.run())
     try:
         yield kubelet, client, exits, clock
     finally:
+        writers.cancel()
         await runtime.close()
         await server.stop()
 
@@ -143,6 +147,7 @@ async def test_a_crashed_container_shows_error_before_it_restarts_or_backs_off(
     async def sync() -> tuple[list[tuple[str, int]], float | None]:
         patched = len(client.statuses)
         outcome = await kubelet.sync_pod(UID)
+        assert await kubelet.status.flush(UID, 5)
         return [step(status) for status in client.statuses[patched:]], outcome.retry_in
 
     assert (await sync())[0] == [("ContainerCreating", 0), ("Running", 0)]
