@@ -4,7 +4,6 @@ statuses a crash loop goes through, sync by sync (a kubelet over the fake runtim
 from __future__ import annotations
 
 import asyncio
-
 import copy
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
