@@ -20,7 +20,8 @@ from .plugins import PLUGINS
 ORDER = (
     "AlwaysAdmit", "NamespaceLifecycle", "LimitRanger", "ServiceAccount", "NodeRestriction", "PodSecurity",
     "Priority", "DefaultTolerationSeconds", "DefaultStorageClass", "StorageObjectInUseProtection",
-    "MutatingAdmissionWebhook", "ValidatingAdmissionWebhook", "ResourceQuota", "AlwaysDeny",
+    "PersistentVolumeClaimResize", "MutatingAdmissionWebhook", "ValidatingAdmissionWebhook", "ResourceQuota",
+    "AlwaysDeny",
 )
 # On unless disabled, as in kube (which leaves NodeRestriction off; kubeadm, and `mkpy up`, turn it on).
 DEFAULT_ON = frozenset(ORDER) - {"AlwaysAdmit", "AlwaysDeny", "NodeRestriction"}

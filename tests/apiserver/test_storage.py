@@ -275,3 +275,51 @@ def test_new_claims_and_volumes_are_protected_until_their_finalizer_goes(api: ht
         )
         assert released.status_code == 200, released.text
         assert api.get(path).status_code == 404
+
+
+# PersistentVolumeClaimResize ---------------------------------------------------------------------------
+
+
+def bind(api: httpx.Client, name: str) -> None:
+    """Mark a claim Bound with 1Gi, as the PV controller would (there is no KCM here), through its status."""
+    bound = api.patch(
+        f"{CLAIMS}/{name}/status",
+        json={"status": {"phase": "Bound", "capacity": {"storage": "1Gi"}}},
+        headers={"Content-Type": "application/merge-patch+json"},
+    )
+    assert bound.status_code == 200, bound.text
+
+
+def test_kubectl_patch_grows_a_claim_only_through_an_expandable_class(
+    api: httpx.Client, kubectl: Kubectl
+) -> None:
+    create_class(api, storage_class("expandable", allowVolumeExpansion=True))
+    create_class(api, storage_class("fixed-size"))
+    try:
+        for name, class_name in (("grows", "expandable"), ("stays", "fixed-size")):
+            create_claim(api, name, storageClassName=class_name)
+            bind(api, name)
+        to_2gi = '{"spec":{"resources":{"requests":{"storage":"2Gi"}}}}'
+
+        assert (
+            kubectl("patch", "pvc", "grows", "-p", to_2gi).stdout == "persistentvolumeclaim/grows patched\n"
+        )
+        grown = api.get(f"{CLAIMS}/grows").json()
+        assert grown["spec"]["resources"]["requests"]["storage"] == "2Gi"
+        # mkpy has no expand controller to grow the volume: the capacity stays.
+        assert grown["status"]["capacity"]["storage"] == "1Gi"
+
+        refused = kubectl("patch", "pvc", "stays", "-p", to_2gi, ok=False)
+        assert refused.stderr == (
+            'Error from server (Forbidden): persistentvolumeclaims "stays" is forbidden: only dynamically '
+            "provisioned pvc can be resized and the storageclass that provisions the pvc must support resize\n"
+        )
+
+        shrunk = kubectl("patch", "pvc", "grows", "-p", to_2gi.replace("2Gi", "1Gi"), ok=False)
+        assert shrunk.stderr == (
+            'The PersistentVolumeClaim "grows" is invalid: spec.resources.requests.storage: Forbidden: field can '
+            "not be less than status.capacity\n"
+        )
+    finally:
+        delete_class(api, "expandable")
+        delete_class(api, "fixed-size")

@@ -13,6 +13,7 @@ from .defaulttolerationseconds import DefaultTolerationSeconds
 from .limitranger import LimitRanger
 from .namespacelifecycle import NamespaceLifecycle
 from .noderestriction import NodeRestriction
+from .persistentvolumeclaimresize import PersistentVolumeClaimResize
 from .podsecurity import PodSecurity
 from .priority import Priority
 from .resourcequota import ResourceQuota
@@ -31,6 +32,7 @@ PLUGINS: dict[str, PluginFactory] = {
     "DefaultTolerationSeconds": lambda state, options: DefaultTolerationSeconds(),
     "DefaultStorageClass": lambda state, options: DefaultStorageClass(state),
     "StorageObjectInUseProtection": lambda state, options: StorageObjectInUseProtection(),
+    "PersistentVolumeClaimResize": lambda state, options: PersistentVolumeClaimResize(state),
     "Priority": lambda state, options: Priority(state),
     "ResourceQuota": lambda state, options: ResourceQuota(state),
     "MutatingAdmissionWebhook": lambda state, options: MutatingWebhookPlugin(state),

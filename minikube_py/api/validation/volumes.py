@@ -33,6 +33,7 @@ _HOST_PATH_TYPES = ["", "BlockDevice", "CharDevice", "Directory", "DirectoryOrCr
 _PV_SOURCES = ("gcePersistentDisk", "awsElasticBlockStore", "hostPath", "glusterfs", "nfs", "rbd", "quobyte",
                "iscsi", "cinder", "cephfs", "fc", "flocker", "flexVolume", "azureFile", "vsphereVolume", "azureDisk",
                "photonPersistentDisk", "portworxVolume", "scaleIO", "local", "storageos", "csi")
+_BETA_STORAGE_CLASS = "volume.beta.kubernetes.io/storage-class"
 _FILE_MODE_ERROR = "must be a number between 0 and 0777 (octal), both inclusive"
 # kube's own typo, kept so the paths in messages match.
 _FORBIDDEN_PATH = {"downwardAPI": "downwarAPI", "cephfs": "cephFS"}
@@ -221,19 +222,21 @@ def _class_and_mode(spec: dict[str, Any], path: str) -> list[FieldError]:
 
 
 def claim_update(new: dict[str, Any], old: dict[str, Any]) -> list[FieldError]:
+    """`ValidatePersistentVolumeClaimUpdate`: the spec is fixed at creation, but for what kube lets change.
+
+    The PV controller may set `volumeName` once; a class may be named where none was (the default class
+    given retroactively, or the legacy annotation's class moved into the spec); a Bound claim may change its
+    storage request and its attributes class. Shrinking is refused down to `status.capacity` only
+    (RecoverVolumeExpansionFailure, on in 1.32, lets a user back out of an expansion that failed). Whether a
+    claim may grow is the PersistentVolumeClaimResize admission plugin's call.
+    """
     errs = claim_spec(as_dict(new.get("spec")), "spec")
     new_spec, old_spec = dict(as_dict(new.get("spec"))), dict(as_dict(old.get("spec")))
     if not old_spec.get("volumeName"):
-        # The PV controller binds a claim by setting volumeName, once.
         old_spec["volumeName"] = new_spec.get("volumeName")
-    if old_spec.get("storageClassName") is None and new_spec.get("storageClassName") is not None:
-        new_spec["storageClassName"] = None
+    errs += _class_change(new, old, new_spec)
     if as_dict(new.get("status")).get("phase") == "Bound":
-        # Bound claims may be resized and change their attributes class.
-        requests = dict(as_dict(as_dict(new_spec.get("resources")).get("requests")))
-        requests["storage"] = as_dict(as_dict(old_spec.get("resources")).get("requests")).get("storage")
-        new_spec["resources"] = dict(as_dict(new_spec.get("resources")), requests=requests)
-        new_spec["volumeAttributesClassName"] = old_spec.get("volumeAttributesClassName")
+        _ignore_bound_changes(new_spec, old_spec)
     if semantic(new_spec) != semantic(old_spec):
         changes = "\n".join(diff(semantic(old_spec), semantic(new_spec), "spec"))
         errs.append(forbidden("spec", "spec is immutable after creation except resources.requests and "
@@ -242,6 +245,41 @@ def claim_update(new: dict[str, Any], old: dict[str, Any]) -> list[FieldError]:
     if new_spec.get("volumeMode") != old_spec.get("volumeMode"):
         errs.append(invalid_value("volumeMode", new_spec.get("volumeMode"), "field is immutable"))
     return errs
+
+
+def _class_change(new: dict[str, Any], old: dict[str, Any], new_spec: dict[str, Any]) -> list[FieldError]:
+    """Forgive, in `new_spec`, a `storageClassName` set where the old claim had none, when that is allowed:
+    to the class the legacy annotation named (the annotation then kept or dropped), or to any class on a
+    claim without the annotation. Otherwise the annotation itself may not change."""
+    old_annotations = as_dict(as_dict(old.get("metadata")).get("annotations"))
+    new_annotations = as_dict(as_dict(new.get("metadata")).get("annotations"))
+    old_class, new_class = as_dict(old.get("spec")).get("storageClassName"), new_spec.get("storageClassName")
+    if old_class is not None or new_class is None:
+        named_where_none_was = from_annotation = False
+    else:
+        annotated = _BETA_STORAGE_CLASS in old_annotations
+        named_where_none_was = not annotated or new_class == old_annotations[_BETA_STORAGE_CLASS]
+        from_annotation = annotated and named_where_none_was and new_annotations.get(
+            _BETA_STORAGE_CLASS, new_class) == new_class
+    errs: list[FieldError] = []
+    if not from_annotation and new_annotations.get(_BETA_STORAGE_CLASS, "") != old_annotations.get(
+            _BETA_STORAGE_CLASS, ""):
+        errs.append(invalid_value(f"metadata.annotations.{_BETA_STORAGE_CLASS}",
+                                  str(new_annotations.get(_BETA_STORAGE_CLASS, "")), "field is immutable"))
+    if named_where_none_was:
+        new_spec["storageClassName"] = None
+    return errs
+
+
+def _ignore_bound_changes(new_spec: dict[str, Any], old_spec: dict[str, Any]) -> None:
+    """Take, into `new_spec`, the old storage request (when the new spec has requests at all) and the old
+    attributes class (when the new spec names one): a Bound claim may change those."""
+    resources = as_dict(new_spec.get("resources"))
+    if isinstance(resources.get("requests"), dict):
+        storage = as_dict(as_dict(old_spec.get("resources")).get("requests")).get("storage")
+        new_spec["resources"] = {**resources, "requests": {**resources["requests"], "storage": storage}}
+    if new_spec.get("volumeAttributesClassName") is not None:
+        new_spec["volumeAttributesClassName"] = old_spec.get("volumeAttributesClassName")
 
 
 def _storage(obj: dict[str, Any], *keys: str) -> Any:
@@ -257,7 +295,8 @@ def _storage(obj: dict[str, Any], *keys: str) -> Any:
 def _shrink(new: dict[str, Any], old: dict[str, Any]) -> list[FieldError]:
     size, previous = _storage(new, "spec", "resources", "requests", "storage"), _storage(
         old, "spec", "resources", "requests", "storage")
-    # RecoverVolumeExpansionFailure (beta in 1.32) lets a failed expansion be undone down to the real size.
+    # RecoverVolumeExpansionFailure (beta, on, in 1.32) lets a failed expansion be undone down to the real size;
+    # without it kube would say "field can not be less than previous value" to any shrink.
     if size < previous and size <= _storage(old, "status", "capacity", "storage"):
         return [forbidden("spec.resources.requests.storage", "field can not be less than status.capacity")]
     return []
