@@ -14,10 +14,10 @@ before the claim may not be seen yet.
 from __future__ import annotations
 
 from ...api.defaults.storage import default_class
+from ...api.storage import BETA_STORAGE_CLASS_ANNOTATION
 from ..interface import CREATE, Attributes, ClusterState
 
 STORAGE_GROUP = "storage.k8s.io"
-BETA_STORAGE_CLASS_ANNOTATION = "volume.beta.kubernetes.io/storage-class"
 
 
 class DefaultStorageClass:

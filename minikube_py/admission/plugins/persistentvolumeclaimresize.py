@@ -25,8 +25,9 @@ from fractions import Fraction
 from typing import Any
 
 from ...api.quantity import parse_list
+from ...api.storage import storage_class_name
 from ..interface import UPDATE, Attributes, ClusterState, forbidden
-from .defaultstorageclass import BETA_STORAGE_CLASS_ANNOTATION, STORAGE_GROUP
+from .defaultstorageclass import STORAGE_GROUP
 
 NOT_BOUND = "Only bound persistent volume claims can be expanded"
 NOT_EXPANDABLE = (
@@ -54,7 +55,7 @@ class PersistentVolumeClaimResize:
             return
         if (old.get("status") or {}).get("phase") != "Bound":
             raise forbidden(attributes, NOT_BOUND)
-        if not self._expandable(_claim_class(claim), _claim_class(old)):
+        if not self._expandable(storage_class_name(claim), storage_class_name(old)):
             raise forbidden(attributes, NOT_EXPANDABLE)
 
     def _expandable(self, class_name: str, old_class_name: str) -> bool:
@@ -69,11 +70,3 @@ def _requested_storage(claim: dict[str, Any]) -> Fraction:
     """`spec.resources.requests.storage`; an absent one is zero, as a missing Quantity is in kube."""
     requests = ((claim.get("spec") or {}).get("resources") or {}).get("requests")
     return parse_list(requests if isinstance(requests, dict) else None).get("storage", Fraction(0))
-
-
-def _claim_class(claim: dict[str, Any]) -> str:
-    """The class a claim names ("" for none): the legacy annotation wins over `spec.storageClassName`."""
-    annotations = (claim.get("metadata") or {}).get("annotations") or {}
-    if BETA_STORAGE_CLASS_ANNOTATION in annotations:
-        return str(annotations[BETA_STORAGE_CLASS_ANNOTATION])
-    return str((claim.get("spec") or {}).get("storageClassName") or "")

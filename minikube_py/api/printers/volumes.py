@@ -13,21 +13,14 @@ from typing import Any
 
 from minikube_py.api.printers.base import AGE, NAME, Cell, Column, Printer
 from minikube_py.api.printers.format import age, being_deleted, object_name
+from minikube_py.api.storage import storage_class_name
 
 _ACCESS_MODES = (("ReadWriteOnce", "RWO"), ("ReadOnlyMany", "ROX"), ("ReadWriteMany", "RWX"),
                  ("ReadWriteOncePod", "RWOP"))
-_BETA_STORAGE_CLASS = "volume.beta.kubernetes.io/storage-class"
 
 
 def access_modes(modes: list[str] | None) -> str:
     return ",".join(short for mode, short in _ACCESS_MODES if mode in (modes or []))
-
-
-def _storage_class(obj: dict[str, Any]) -> str:
-    annotations = (obj.get("metadata") or {}).get("annotations") or {}
-    if _BETA_STORAGE_CLASS in annotations:
-        return str(annotations[_BETA_STORAGE_CLASS])
-    return (obj.get("spec") or {}).get("storageClassName") or ""
 
 
 def _phase(obj: dict[str, Any]) -> str:
@@ -47,7 +40,7 @@ def _persistent_volume_cells(volume: dict[str, Any], now: datetime) -> list[Cell
     return [
         object_name(volume), _storage(spec.get("capacity")),
         access_modes(spec.get("accessModes")), spec.get("persistentVolumeReclaimPolicy", ""), _phase(volume),
-        f"{claim.get('namespace', '')}/{claim.get('name', '')}" if claim else "", _storage_class(volume),
+        f"{claim.get('namespace', '')}/{claim.get('name', '')}" if claim else "", storage_class_name(volume),
         spec.get("volumeAttributesClassName") or "<unset>", status.get("reason", ""), age(volume, now),
         spec.get("volumeMode") or "<unset>",
     ]
@@ -60,7 +53,7 @@ def _persistent_volume_claim_cells(claim: dict[str, Any], now: datetime) -> list
     if spec.get("volumeName"):
         capacity, modes = _storage(status.get("capacity")), access_modes(status.get("accessModes"))
     return [
-        object_name(claim), _phase(claim), spec.get("volumeName", ""), capacity, modes, _storage_class(claim),
+        object_name(claim), _phase(claim), spec.get("volumeName", ""), capacity, modes, storage_class_name(claim),
         spec.get("volumeAttributesClassName") or "<unset>", age(claim, now),
         spec.get("volumeMode") or "<unset>",
     ]

@@ -14,6 +14,7 @@ from typing import Any
 from minikube_py.api import names
 from minikube_py.api.defaults.pod import volume_sources
 from minikube_py.api.errors import FieldError, duplicate, forbidden, invalid, not_supported, required
+from minikube_py.api.storage import BETA_STORAGE_CLASS_ANNOTATION
 from minikube_py.api.validation.containers import local_descending_path
 from minikube_py.api.validation.messages import (
     GoValue,
@@ -33,7 +34,6 @@ _HOST_PATH_TYPES = ["", "BlockDevice", "CharDevice", "Directory", "DirectoryOrCr
 _PV_SOURCES = ("gcePersistentDisk", "awsElasticBlockStore", "hostPath", "glusterfs", "nfs", "rbd", "quobyte",
                "iscsi", "cinder", "cephfs", "fc", "flocker", "flexVolume", "azureFile", "vsphereVolume", "azureDisk",
                "photonPersistentDisk", "portworxVolume", "scaleIO", "local", "storageos", "csi")
-_BETA_STORAGE_CLASS = "volume.beta.kubernetes.io/storage-class"
 _FILE_MODE_ERROR = "must be a number between 0 and 0777 (octal), both inclusive"
 # kube's own typo, kept so the paths in messages match.
 _FORBIDDEN_PATH = {"downwardAPI": "downwarAPI", "cephfs": "cephFS"}
@@ -257,15 +257,15 @@ def _class_change(new: dict[str, Any], old: dict[str, Any], new_spec: dict[str, 
     if old_class is not None or new_class is None:
         named_where_none_was = from_annotation = False
     else:
-        annotated = _BETA_STORAGE_CLASS in old_annotations
-        named_where_none_was = not annotated or new_class == old_annotations[_BETA_STORAGE_CLASS]
+        annotated = BETA_STORAGE_CLASS_ANNOTATION in old_annotations
+        named_where_none_was = not annotated or new_class == old_annotations[BETA_STORAGE_CLASS_ANNOTATION]
         from_annotation = annotated and named_where_none_was and new_annotations.get(
-            _BETA_STORAGE_CLASS, new_class) == new_class
+            BETA_STORAGE_CLASS_ANNOTATION, new_class) == new_class
     errs: list[FieldError] = []
-    if not from_annotation and new_annotations.get(_BETA_STORAGE_CLASS, "") != old_annotations.get(
-            _BETA_STORAGE_CLASS, ""):
-        errs.append(invalid_value(f"metadata.annotations.{_BETA_STORAGE_CLASS}",
-                                  str(new_annotations.get(_BETA_STORAGE_CLASS, "")), "field is immutable"))
+    if not from_annotation and new_annotations.get(BETA_STORAGE_CLASS_ANNOTATION, "") != old_annotations.get(
+            BETA_STORAGE_CLASS_ANNOTATION, ""):
+        errs.append(invalid_value(f"metadata.annotations.{BETA_STORAGE_CLASS_ANNOTATION}",
+                                  str(new_annotations.get(BETA_STORAGE_CLASS_ANNOTATION, "")), "field is immutable"))
     if named_where_none_was:
         new_spec["storageClassName"] = None
     return errs

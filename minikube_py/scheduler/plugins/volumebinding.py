@@ -43,6 +43,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from minikube_py.api.nodeaffinity import NodeSelector
+from minikube_py.api.storage import BIND_COMPLETED_ANNOTATION, storage_class_name
 from minikube_py.client import errors, resources
 from minikube_py.scheduler.framework.interface import (
     ActionType,
@@ -63,8 +64,6 @@ ERR_REASON_NODE_CONFLICT = "node(s) had volume node affinity conflict"
 ERR_REASON_PV_NOT_EXIST = "node(s) unavailable due to one or more pvc(s) bound to non-existent pv(s)"
 ERR_REASON_UNBOUND_IMMEDIATE = "pod has unbound immediate PersistentVolumeClaims"
 
-ANN_BIND_COMPLETED = "pv.kubernetes.io/bind-completed"
-ANN_BETA_STORAGE_CLASS = "volume.beta.kubernetes.io/storage-class"
 WAIT_FOR_FIRST_CONSUMER = "WaitForFirstConsumer"
 
 _STATE_KEY = "VolumeBinding"  # kube's key for this plugin's state is the plugin's name
@@ -115,18 +114,10 @@ def pod_claims(pod: Pod) -> list[PodClaim]:
     return claims
 
 
-def claim_class(claim: Mapping[str, Any]) -> str:
-    """The claim's StorageClass name: the legacy beta annotation wins over `spec.storageClassName`."""
-    annotations = (claim.get("metadata") or {}).get("annotations") or {}
-    if ANN_BETA_STORAGE_CLASS in annotations:
-        return str(annotations[ANN_BETA_STORAGE_CLASS])
-    return str((claim.get("spec") or {}).get("storageClassName") or "")
-
-
 def is_fully_bound(claim: Mapping[str, Any]) -> bool:
     """Bound by the PV controller: the claim names its volume and the binding is marked complete."""
     annotations = (claim.get("metadata") or {}).get("annotations") or {}
-    return bool((claim.get("spec") or {}).get("volumeName")) and ANN_BIND_COMPLETED in annotations
+    return bool((claim.get("spec") or {}).get("volumeName")) and BIND_COMPLETED_ANNOTATION in annotations
 
 
 def _is_controlled_by(obj: Mapping[str, Any], owner: Mapping[str, Any]) -> bool:
@@ -235,7 +226,7 @@ class VolumeBinding:
     def _is_delay_binding(self, claim: Mapping[str, Any]) -> tuple[bool, str]:
         """Whether the claim's class waits for the first consumer (kube's IsDelayBindingMode); a claim without a
         class, or whose class does not exist, binds immediately. The second value is an error message."""
-        class_name = claim_class(claim)
+        class_name = storage_class_name(claim)
         if not class_name:
             return False, ""
         try:

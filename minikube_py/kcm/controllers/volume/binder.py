@@ -34,6 +34,7 @@ import logging
 from typing import Any
 
 from minikube_py.api.defaults.storage import default_class
+from minikube_py.api.storage import BIND_COMPLETED_ANNOTATION, storage_class_name
 from minikube_py.client import errors, resources
 from minikube_py.client.controller import run_workers
 from minikube_py.client.informer import FuncHandler
@@ -52,11 +53,9 @@ from minikube_py.kcm.controllers.volume.binding import (
 from minikube_py.kcm.controllers.volume.hostpath import HostPathPlugin
 from minikube_py.kcm.controllers.volume.localcache import LocalCache
 from minikube_py.kcm.controllers.volume.matching import (
-    ANN_BIND_COMPLETED,
     ANN_BOUND_BY_CONTROLLER,
     ANN_DYNAMICALLY_PROVISIONED,
     ANN_SELECTED_NODE,
-    claim_class,
     claim_has_class,
     claim_key,
     claim_ref_key,
@@ -167,7 +166,7 @@ class PersistentVolumeController:
         claim = self.claims.get(key)
         if claim is None:
             return
-        if ANN_BIND_COMPLETED in (claim["metadata"].get("annotations") or {}):
+        if BIND_COMPLETED_ANNOTATION in (claim["metadata"].get("annotations") or {}):
             await self._sync_bound_claim(claim)
         elif (claim.get("spec") or {}).get("volumeName"):
             await self._sync_claim_naming_volume(claim)
@@ -184,7 +183,7 @@ class PersistentVolumeController:
             return  # the update brings the claim back with its class
         if delay_binding and ANN_SELECTED_NODE not in (claim["metadata"].get("annotations") or {}):
             self._wait_for_first_consumer(claim)
-        elif claim_class(claim):
+        elif storage_class_name(claim):
             await self.provisioner.provision(claim)
             return
         else:
@@ -251,7 +250,7 @@ class PersistentVolumeController:
 
     def _delay_binding(self, claim: dict[str, Any]) -> bool:
         """Whether the claim's class waits for the first pod using it (WaitForFirstConsumer)."""
-        name = claim_class(claim)
+        name = storage_class_name(claim)
         storage_class = self.class_informer.indexer.get_by_key(name) if name else None
         if storage_class is None:
             return False

@@ -24,13 +24,13 @@ import logging
 from typing import Any
 
 from minikube_py.api.quantity import parse_list
+from minikube_py.api.storage import BIND_COMPLETED_ANNOTATION
 from minikube_py.client import resources
 from minikube_py.client.events import CoreEventRecorder, object_reference
 from minikube_py.client.rest import RESTClient
 from minikube_py.kcm.controllers.volume.localcache import LocalCache
 from minikube_py.kcm.controllers.volume.matching import (
     ANN_BETA_STORAGE_PROVISIONER,
-    ANN_BIND_COMPLETED,
     ANN_BOUND_BY_CONTROLLER,
     ANN_STORAGE_PROVISIONER,
     is_volume_bound_to_claim,
@@ -177,7 +177,7 @@ class VolumeWrites:
         if (claim.get("spec") or {}).get("volumeName") != volume["metadata"]["name"]:
             changed.setdefault("spec", {})["volumeName"] = volume["metadata"]["name"]
             annotations.setdefault(ANN_BOUND_BY_CONTROLLER, "yes")
-        annotations.setdefault(ANN_BIND_COMPLETED, "yes")
+        annotations.setdefault(BIND_COMPLETED_ANNOTATION, "yes")
         if changed["metadata"] == claim["metadata"] and changed.get("spec") == claim.get("spec"):
             return claim
         return await self.update_claim(changed)

@@ -23,14 +23,13 @@ from typing import Any
 
 from minikube_py.api.quantity import parse_list
 from minikube_py.api.selectors import LabelSelector
+from minikube_py.api.storage import BETA_STORAGE_CLASS_ANNOTATION, storage_class_name
 
-ANN_BIND_COMPLETED = "pv.kubernetes.io/bind-completed"  # on a claim whose binding has been set up once
 ANN_BOUND_BY_CONTROLLER = "pv.kubernetes.io/bound-by-controller"  # the binder (not the user) made the binding
 ANN_DYNAMICALLY_PROVISIONED = "pv.kubernetes.io/provisioned-by"  # on a PV: the plugin that created it
 ANN_STORAGE_PROVISIONER = "volume.kubernetes.io/storage-provisioner"  # on a claim: who is to provision it
 ANN_BETA_STORAGE_PROVISIONER = "volume.beta.kubernetes.io/storage-provisioner"
 ANN_SELECTED_NODE = "volume.kubernetes.io/selected-node"  # set by a scheduler that delays binding
-BETA_STORAGE_CLASS_ANNOTATION = "volume.beta.kubernetes.io/storage-class"
 FILESYSTEM = "Filesystem"
 
 
@@ -42,14 +41,6 @@ def claim_ref_key(ref: dict[str, Any]) -> str:
     return f"{ref.get('namespace', '')}/{ref.get('name', '')}"
 
 
-def claim_class(claim: dict[str, Any]) -> str:
-    """The class a claim asks for ("" for none): the beta annotation first, then `spec.storageClassName`."""
-    annotations = claim["metadata"].get("annotations") or {}
-    if BETA_STORAGE_CLASS_ANNOTATION in annotations:
-        return str(annotations[BETA_STORAGE_CLASS_ANNOTATION])
-    return str((claim.get("spec") or {}).get("storageClassName") or "")
-
-
 def claim_has_class(claim: dict[str, Any]) -> bool:
     """Whether the claim names a class at all; an explicit `storageClassName: ""` counts (it asks for none)."""
     annotations = claim["metadata"].get("annotations") or {}
@@ -57,13 +48,6 @@ def claim_has_class(claim: dict[str, Any]) -> bool:
         BETA_STORAGE_CLASS_ANNOTATION in annotations
         or (claim.get("spec") or {}).get("storageClassName") is not None
     )
-
-
-def volume_class(volume: dict[str, Any]) -> str:
-    annotations = volume["metadata"].get("annotations") or {}
-    if BETA_STORAGE_CLASS_ANNOTATION in annotations:
-        return str(annotations[BETA_STORAGE_CLASS_ANNOTATION])
-    return str((volume.get("spec") or {}).get("storageClassName") or "")
 
 
 def requested_storage(claim: dict[str, Any]) -> Fraction:
@@ -101,7 +85,7 @@ def unsatisfied_by(volume: dict[str, Any], claim: dict[str, Any]) -> str:
         return f'the volume is marked for deletion "{volume["metadata"]["name"]}"'
     if volume_storage(volume) < requested_storage(claim):
         return "requested PV is too small"
-    if volume_class(volume) != claim_class(claim):
+    if storage_class_name(volume) != storage_class_name(claim):
         return "storageClassName does not match"
     if volume_mode_mismatch(claim, volume):
         return "incompatible volumeMode"
@@ -153,4 +137,4 @@ def _available_for(volume: dict[str, Any], claim: dict[str, Any], selector: Labe
         return False
     if selector is not None and not selector.matches(volume["metadata"].get("labels")):
         return False
-    return volume_class(volume) == claim_class(claim)
+    return storage_class_name(volume) == storage_class_name(claim)

@@ -28,6 +28,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from minikube_py.api.storage import storage_class_name
 from minikube_py.client import errors, resources
 from minikube_py.client.events import CoreEventRecorder
 from minikube_py.client.rest import RESTClient
@@ -38,7 +39,6 @@ from minikube_py.kcm.controllers.volume.localcache import LocalCache
 from minikube_py.kcm.controllers.volume.matching import (
     ANN_BOUND_BY_CONTROLLER,
     ANN_DYNAMICALLY_PROVISIONED,
-    claim_class,
     claim_key,
 )
 from minikube_py.kcm.controllers.volume.protection import with_finalizer
@@ -71,7 +71,7 @@ class ClaimProvisioner:
         self.plugin = plugin
 
     async def provision(self, claim: dict[str, Any]) -> None:
-        name = claim_class(claim)
+        name = storage_class_name(claim)
         storage_class = self.classes.get_by_key(name)
         if storage_class is None:
             self._failed(claim, f'storageclass.storage.k8s.io "{name}" not found')
@@ -193,7 +193,7 @@ def _bound_to(volume: dict[str, Any], claim: dict[str, Any], reclaim_policy: str
     annotations[ANN_BOUND_BY_CONTROLLER] = "yes"
     annotations[ANN_DYNAMICALLY_PROVISIONED] = PLUGIN_NAME
     volume["spec"]["claimRef"] = claim_reference(claim)
-    volume["spec"]["storageClassName"] = claim_class(claim)
+    volume["spec"]["storageClassName"] = storage_class_name(claim)
     volume["status"] = {"phase": BOUND}
     if reclaim_policy == "Delete":
         volume = with_finalizer(volume, PV_DELETION_IN_TREE_FINALIZER, True)
