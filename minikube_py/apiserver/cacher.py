@@ -35,6 +35,8 @@ from typing import Any, Protocol
 
 import orjson
 
+from ..api.fields import field_set
+from ..api.kinds import Resource
 from ..store.errors import StoreError
 from ..store.interface import KeyValue, Storage, WatchEvent
 
@@ -50,18 +52,21 @@ QUEUE_SIZE = 1000  # a watcher this far behind is ended instead of holding memor
 class Decodes(Protocol):
     """What a CachedEvent needs of a resource's store: turning a stored value into an API object."""
 
+    resource: Resource
+
     def decode(self, kv: KeyValue) -> dict[str, Any]: ...
 
 
 class CachedEvent:
     """One change from etcd, decoded lazily and at most once per resource (API version)."""
 
-    __slots__ = ("type", "revision", "kv", "prev", "_objects", "_lines")
+    __slots__ = ("type", "revision", "kv", "prev", "_objects", "_lines", "_fields")
 
     def __init__(self, event: WatchEvent) -> None:
         self.type, self.revision, self.kv, self.prev = event.type, event.revision, event.kv, event.prev
         self._objects: dict[tuple[int, str], dict[str, Any] | None] = {}
         self._lines: dict[tuple[int, str, str], bytes] = {}
+        self._fields: dict[tuple[int, str], dict[str, str]] = {}
 
     @property
     def key(self) -> str:
@@ -79,6 +84,15 @@ class CachedEvent:
                 obj["metadata"]["resourceVersion"] = str(self.revision)
             self._objects[slot] = obj
         return self._objects[slot]
+
+    def fields(self, store: Decodes, which: str) -> dict[str, str]:
+        """The selectable fields of `object(store, which)`, computed once for every watcher's field selector
+        (a hundred kubelets each watch `spec.nodeName=<their node>`)."""
+        slot = (id(store), which)
+        fields = self._fields.get(slot)
+        if fields is None:
+            fields = self._fields[slot] = field_set(store.resource, self.object(store, which) or {})
+        return fields
 
     def line(self, store: Decodes, kind: str, which: str) -> bytes:
         """`{"type": kind, "object": <that object>}` as one JSON line, encoded once for all watchers."""

@@ -27,7 +27,7 @@ from ..api import errors
 from ..store.errors import CompactedError
 from .cacher import CachedEvent, Cacher
 from .registry.generic import ResourceStore
-from .registry.listing import ListOptions, object_filter
+from .registry.listing import ListOptions, ObjectFilter, object_filter
 
 Encoder = Callable[[str, dict[str, Any]], bytes] | None  # None: plain `{"type","object"}` lines
 
@@ -118,21 +118,20 @@ def _bookmark(store: ResourceStore, revision: int) -> dict[str, Any]:
     return {"kind": res.kind, "apiVersion": res.api_version, "metadata": {"resourceVersion": str(revision)}}
 
 
-def _translate(store: ResourceStore, event: CachedEvent,
-               keep: Callable[[dict[str, Any]], bool] | None) -> tuple[str, str] | None:
+def _translate(store: ResourceStore, event: CachedEvent, keep: ObjectFilter | None) -> tuple[str, str] | None:
     """The event type a watcher with filter `keep` sees, and which object ("current"/"previous") it shows."""
     old = event.object(store, "previous")
     if event.type == "DELETE":
-        if old is None or (keep is not None and not keep(old)):
+        if old is None or (keep is not None and not keep(old, lambda: event.fields(store, "previous"))):
             return None
         return "DELETED", "previous"
     new = event.object(store, "current")
     assert new is not None and event.kv is not None
-    now_matches = keep is None or keep(new)
+    now_matches = keep is None or keep(new, lambda: event.fields(store, "current"))
     if old is None:  # a create, or a change whose previous value etcd no longer had
         created = event.kv.create_revision == event.kv.mod_revision
         return (("ADDED" if created else "MODIFIED"), "current") if now_matches else None
-    was_matching = keep is None or keep(old)
+    was_matching = keep is None or keep(old, lambda: event.fields(store, "previous"))
     if now_matches:
         return ("MODIFIED" if was_matching else "ADDED"), "current"
     if was_matching:

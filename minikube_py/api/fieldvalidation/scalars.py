@@ -98,6 +98,7 @@ _ELEMENTS = (("2006", r"\d{4}"), ("-", "-"), ("01", r"\d\d"), ("-", "-"), ("02",
              ("15", r"\d\d"), (":", ":"), ("04", r"\d\d"), (":", ":"), ("05", r"\d\d(?:[.,]\d+)?"),
              ("Z07:00", r"Z|[+-]\d\d:\d\d"))
 _RANGES = ((2, 1, 12, "month"), (4, 1, 31, "day"), (6, 0, 23, "hour"), (8, 0, 59, "minute"), (10, 0, 59, "second"))
+_ELEMENT_PATTERNS = tuple((element, re.compile(pattern)) for element, pattern in _ELEMENTS)
 
 
 def time_error(value: Any, layout: str = RFC3339) -> str | None:
@@ -105,8 +106,8 @@ def time_error(value: Any, layout: str = RFC3339) -> str | None:
     if not isinstance(value, str):
         return f"json: cannot unmarshal {json_kind(value)} into Go value of type string"
     rest, parts = value, []
-    for element, pattern in _ELEMENTS:
-        match = re.match(pattern, rest)
+    for element, pattern in _ELEMENT_PATTERNS:
+        match = pattern.match(rest)
         if not match:
             return f'parsing time "{value}" as "{layout}": cannot parse "{rest}" as "{element}"'
         parts.append(match.group())

@@ -17,7 +17,7 @@ import binascii
 import posixpath
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import orjson
 
@@ -113,16 +113,26 @@ class Page:
     remaining: int | None
 
 
-def object_filter(resource: Resource, options: ListOptions) -> Callable[[dict[str, Any]], bool] | None:
-    """A predicate for the list's selectors, or None when nothing is filtered."""
+# The selectable fields of an object, when the caller already has them (a watch event shared by many
+# watchers computes them once): see `ObjectFilter`.
+FieldsOf = Callable[[], Mapping[str, str]]
+
+
+class ObjectFilter(Protocol):
+    def __call__(self, obj: dict[str, Any], fields_of: FieldsOf | None = None) -> bool: ...
+
+
+def object_filter(resource: Resource, options: ListOptions) -> ObjectFilter | None:
+    """A predicate for the list's selectors, or None when nothing is filtered. `fields_of`, when given,
+    returns `obj`'s selectable fields (the predicate computes them otherwise)."""
     labels, fields = options.label_selector, options.field_selector
     if labels.empty and fields.empty:
         return None
 
-    def matches(obj: dict[str, Any]) -> bool:
+    def matches(obj: dict[str, Any], fields_of: FieldsOf | None = None) -> bool:
         if not labels.empty and not labels.matches(obj.get("metadata", {}).get("labels") or {}):
             return False
-        return fields.empty or fields.matches(field_set(resource, obj))
+        return fields.empty or fields.matches(fields_of() if fields_of else field_set(resource, obj))
 
     return matches
 
