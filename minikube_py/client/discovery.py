@@ -24,8 +24,6 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass, field
 
-import httpx
-
 from minikube_py.api.kinds import Resource
 from minikube_py.client import errors, resources
 from minikube_py.client.rest import RESTClient
@@ -84,5 +82,5 @@ async def _resource_list(client: RESTClient, url: str) -> dict[str, object] | st
     """The APIResourceList at `url`, or the reason it could not be read."""
     try:
         return await client.get_path(url)
-    except (errors.APIStatusError, httpx.HTTPError, ValueError) as error:
+    except (errors.APIStatusError, errors.TransportError, ValueError) as error:
         return f"{url}: {error}"

@@ -7,6 +7,9 @@ names the reason, so callers branch with `except NotFound:` the way client-go ca
 410 can be Gone or Expired), then by the HTTP code; a body that is not a Status (a proxy's HTML page, an
 empty 503) still gets a class and a message naming the code, as client-go does.
 
+A call that gets no answer at all raises `TransportError` (`ConnectError` when no connection could be made),
+so callers tell "the server said no" (`APIStatusError`) from "the server could not be reached".
+
 Usage rules:
 * `Expired` is a kind of `Gone`: a reflector relists on either, so `except Gone:` covers both.
 * The exception's `str()` is the Status message, which is what kubectl prints after "Error from server".
@@ -21,6 +24,15 @@ from __future__ import annotations
 from typing import Any
 
 import orjson
+
+
+class TransportError(OSError):
+    """No Status came back: the apiserver could not be reached, or the connection broke or timed out (an
+    OSError, as the socket errors underneath are)."""
+
+
+class ConnectError(TransportError):
+    """No connection to the apiserver could be made (refused, unreachable, TLS handshake failed)."""
 
 
 class APIStatusError(Exception):

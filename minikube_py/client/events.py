@@ -42,7 +42,6 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-import httpx
 import orjson
 
 from minikube_py.api.timestamps import micro_time_string, time_string
@@ -322,7 +321,7 @@ class EventBroadcaster:
             except errors.APIStatusError as err:
                 _log_refusal(err)
                 return None
-            except (httpx.HTTPError, ValueError) as err:
+            except (errors.TransportError, ValueError) as err:
                 if isinstance(err, ValueError) or not retry or self._stopping:
                     log.error("unable to write event (will not retry!): %s", err)
                     return None

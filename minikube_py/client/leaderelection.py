@@ -32,8 +32,6 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-import httpx
-
 from minikube_py.api.timestamps import micro_time_string
 from minikube_py.client import errors
 from minikube_py.client.clock import Clock, RealClock
@@ -41,7 +39,7 @@ from minikube_py.client.resources import LEASES
 from minikube_py.client.rest import RESTClient
 
 JITTER_FACTOR = 1.2  # the acquire loop waits retry_period × (1 + up to 1.2)
-API_FAILURES = (errors.APIStatusError, httpx.HTTPError, ValueError)  # ValueError: a reply that is not JSON
+API_FAILURES = (errors.APIStatusError, errors.TransportError, ValueError)  # ValueError: a reply that is not JSON
 
 log = logging.getLogger(__name__)
 

@@ -31,8 +31,6 @@ import time
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any, Protocol
 
-import httpx
-
 from minikube_py.api.kinds import Resource
 
 from . import errors
@@ -98,7 +96,7 @@ class Reflector:
         while True:
             try:
                 await self.list_and_watch()
-            except (httpx.HTTPError, errors.APIStatusError, ValueError) as err:
+            except (errors.TransportError, errors.APIStatusError, ValueError) as err:
                 log.warning("reflector for %s: %s: %s", self.name, type(err).__name__, err)
             except Exception:
                 log.exception("reflector for %s failed; listing again", self.name)
@@ -163,7 +161,7 @@ class Reflector:
             except errors.Gone as err:
                 log.info("reflector for %s: watch closed: %s; relisting", self.name, err)
                 return
-            except (httpx.ConnectError, httpx.ConnectTimeout, errors.TooManyRequests) as err:
+            except (errors.ConnectError, errors.TooManyRequests) as err:
                 log.warning("reflector for %s: cannot watch (%s); retrying", self.name, str(err) or type(err).__name__)
                 await self.backoff.wait()
                 continue

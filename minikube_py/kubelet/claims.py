@@ -20,8 +20,6 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
-import httpx
-
 from minikube_py.client import errors, resources
 from minikube_py.client.resources import Resource
 
@@ -45,7 +43,7 @@ _NOT_SOURCES = frozenset(
 
 class ObjectReader(Protocol):
     async def get(self, resource: Resource, name: str, namespace: str | None = None) -> dict[str, Any]:
-        """The object, or an `errors.APIStatusError` (NotFound, Forbidden, ...) or `httpx.HTTPError`."""
+        """The object, or an `errors.APIStatusError` (NotFound, Forbidden, ...) or `errors.TransportError`."""
         ...
 
 
@@ -109,7 +107,7 @@ async def _fetch(
         raise ClaimError(f"{failure}: this kubelet has no API client")
     try:
         return await client.get(resource, name, namespace)
-    except (errors.APIStatusError, httpx.HTTPError) as error:
+    except (errors.APIStatusError, errors.TransportError) as error:
         raise ClaimError(f"{failure}: {error}") from None
 
 

@@ -41,7 +41,7 @@ class FakeEventsClient:
     def _fail_maybe(self) -> None:
         if self.failures:
             self.failures -= 1
-            raise httpx.ConnectError("connection refused")
+            raise errors.ConnectError("connection refused")
 
     async def create(self, resource: Any, body: dict[str, Any], namespace: str | None = None) -> dict:
         self._fail_maybe()

@@ -8,7 +8,6 @@ import collections
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from typing import Any
 
-import httpx
 import orjson
 import pytest
 
@@ -163,7 +162,7 @@ async def test_an_expired_continue_token_falls_back_to_one_full_list() -> None:
 
 
 async def test_refused_connections_retry_the_watch_with_growing_backoff_then_reset() -> None:
-    refused = httpx.ConnectError("connection refused")
+    refused = errors.ConnectError("connection refused")
     client = FakeClient([page([], 9)], [[refused], [refused], [refused], [("ADDED", cm("a", 10))], [refused]])
     delays: list[float] = []
     store = RecordingStore()
@@ -173,7 +172,7 @@ async def test_refused_connections_retry_the_watch_with_growing_backoff_then_res
 
 
 async def test_a_down_apiserver_costs_at_most_one_list_per_backoff_capped_at_30_seconds() -> None:
-    refused = httpx.ConnectError("connection refused")
+    refused = errors.ConnectError("connection refused")
     client = FakeClient([refused] * 8 + [page([], 9)], [])
     delays: list[float] = []
     await run_until_idle(client, RecordingStore(), delays)

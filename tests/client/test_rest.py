@@ -9,7 +9,6 @@ import time
 from collections.abc import AsyncIterator
 from typing import Any
 
-import httpx
 import pytest
 
 from minikube_py.api.kinds import Resource
@@ -249,7 +248,7 @@ async def test_bad_calls_fail_before_reaching_the_server(client: RESTClient, cal
 async def test_an_unreachable_server_raises_a_transport_error(control_plane: ControlPlane) -> None:
     config = dataclasses.replace(load_kubeconfig(control_plane.kubeconfig), server="https://127.0.0.1:1")
     async with RESTClient(config) as rest:
-        with pytest.raises(httpx.ConnectError):
+        with pytest.raises(errors.ConnectError):
             await rest.get(NAMESPACES, "default")
 
 

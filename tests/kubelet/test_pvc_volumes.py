@@ -159,7 +159,7 @@ FORBIDDEN = errors.Forbidden(
         ),
         (
             [],
-            httpx.ConnectError("connection refused"),
+            errors.ConnectError("connection refused"),
             "error processing PVC default/data: failed to fetch PVC from API server: connection refused",
         ),
         (

@@ -37,8 +37,6 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-import httpx
-
 from minikube_py.client import errors
 from minikube_py.client.discovery import discover
 from minikube_py.client.workqueue import RateLimitingQueue
@@ -93,7 +91,7 @@ class GarbageCollector:
         """Read discovery; monitor what it serves and map kinds with it. A failure keeps the last state."""
         try:
             found = await discover(self.client)
-        except (errors.APIStatusError, httpx.HTTPError, ValueError) as error:
+        except (errors.APIStatusError, errors.TransportError, ValueError) as error:
             log.warning("garbage collector: discovery failed, keeping the resources monitored so far: %s", error)
             return
         if found.failed:
@@ -252,7 +250,7 @@ async def _work(queue: RateLimitingQueue, attempt: Callable[[Node], Awaitable[bo
         except RESTMappingError as error:
             log.warning("garbage collector: %s (for %r); retrying after the next discovery", error, node)
             retry = True
-        except (errors.APIStatusError, httpx.HTTPError) as error:
+        except (errors.APIStatusError, errors.TransportError) as error:
             log.warning("garbage collector: error processing %r, retrying: %s", node, error)
             retry = True
         except Exception:
