@@ -22,7 +22,6 @@ from __future__ import annotations
 import time
 from typing import Any
 
-import httpx
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
@@ -110,7 +109,7 @@ class KubeletAuth:
         try:
             review = await self.api.create(TOKEN_REVIEWS, {"apiVersion": "authentication.k8s.io/v1",
                                                            "kind": "TokenReview", "spec": {"token": token}})
-        except (client_errors.APIStatusError, httpx.HTTPError):
+        except (client_errors.APIStatusError, client_errors.TransportError):
             return None  # not cached: the apiserver may be back on the next request
         result = review.get("status", {})
         user = None
@@ -133,7 +132,7 @@ class KubeletAuth:
             review = await self.api.create(SUBJECT_ACCESS_REVIEWS, {
                 "apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview",
                 "spec": {**spec, "resourceAttributes": attrs}})
-        except (client_errors.APIStatusError, httpx.HTTPError):
+        except (client_errors.APIStatusError, client_errors.TransportError):
             return False
         allowed = bool(review.get("status", {}).get("allowed"))
         self._decisions.put(key, allowed, ALLOWED_TTL if allowed else DENIED_TTL)
