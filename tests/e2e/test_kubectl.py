@@ -544,11 +544,17 @@ def test_deleting_a_namespace_waits_for_its_content_then_goes(cluster: KubeClust
 def test_labelling_a_terminating_namespace_keeps_it_terminating(cluster: KubeCluster) -> None:
     ns = unique("dying")
     cluster.apply_manifest(namespace_manifest(ns))
-    cluster.apply_manifest(configmap_manifest("inside"), ns)
+    # a ConfigMap with a finalizer of ours: the namespace controller cannot empty the namespace (and take
+    # off its `kubernetes` finalizer) until the test lets it, however fast it works
+    held = yaml.safe_load(configmap_manifest("inside"))
+    held["metadata"]["finalizers"] = ["example.com/hold"]
+    cluster.apply_manifest(yaml.safe_dump(held), ns)
     cluster.kubectl("delete", "namespace", ns, "--wait=false")
     cluster.kubectl("label", "namespace", ns, "note=still-here")
-    got = cluster.kubectl_json("get", "namespace", ns)  # the `kubernetes` finalizer still holds it
+    got = cluster.kubectl_json("get", "namespace", ns)
     assert got["status"]["phase"] == "Terminating" and got["metadata"]["labels"]["note"] == "still-here"
+    cluster.kubectl("patch", "configmap", "inside", "-n", ns, "--type=merge", "-p", '{"metadata":{"finalizers":null}}')
+    cluster.kubectl("wait", "--for=delete", f"namespace/{ns}", "--timeout=60s")
 
 
 # get -w --------------------------------------------------------------------------------------------------
