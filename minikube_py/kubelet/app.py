@@ -55,9 +55,11 @@ def _api_server(config: KubeletConfig, kubelet: Kubelet, client: RESTClient) -> 
                                          client_ca_file=config.client_ca_file))
 
 
-# A kubelet talks to the apiserver over one HTTP/2 connection in kube; ours keeps a few HTTP/1.1 ones, which
-# leaves room for a hundred simulated kubelets in one process.
-API_REQUESTS_IN_FLIGHT = 4
+# A kubelet talks to the apiserver over one HTTP/2 connection in kube; ours sends one request at a time over
+# one HTTP/1.1 connection. More let a hundred simulated kubelets crowd the controllers' and the scheduler's
+# requests out of the apiserver, which serves connections first come, first served (kube-apiserver's
+# priority and fairness would share it out instead).
+API_REQUESTS_IN_FLIGHT = 1
 
 
 async def run(config: KubeletConfig, runtime: RuntimeClient | None = None) -> None:

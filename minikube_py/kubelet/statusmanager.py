@@ -1,7 +1,7 @@
 """The status manager: the one writer of this node's pod statuses to the API (kube's `kubelet/status`).
 
 A pod worker computes its pod's status before and after each step of a sync and hands it over with
-`set_pod_status`; it does not wait for the apiserver. A few writer tasks send each pod's newest status as a
+`set_pod_status`; it does not wait for the apiserver. A writer task sends each pod's newest status as a
 strategic-merge patch of `pods/<name>/status`. A status equal to the one before is dropped, and one replaced
 before a writer got to it is never sent: when the apiserver is slower than the pods, a pod may go from
 Pending to Running in one write, as with kube's status manager. A status is *pending* from the moment it is
@@ -36,7 +36,7 @@ from minikube_py.kubelet import podstatus
 
 log = logging.getLogger("mkpy.kubelet.status")
 
-WRITERS = 4  # as many as the kubelet's client keeps requests in flight
+WRITERS = 1  # one writer, as kube's status manager has: the kubelet sends one request at a time
 RETRY_AFTER_ERROR = 1.0
 
 
