@@ -1,9 +1,9 @@
 """The status manager: the one writer of this node's pod statuses to the API (kube's `kubelet/status`).
 
 A pod worker computes its pod's status before and after each step of a sync and hands it over with
-`set_pod_status`; it does not wait for the apiserver. A writer task sends each pod's newest status as a
+`set_pod_status`; it does not wait for the apiserver. The writer task sends each pod's newest status as a
 strategic-merge patch of `pods/<name>/status`. A status equal to the one before is dropped, and one replaced
-before a writer got to it is never sent: when the apiserver is slower than the pods, a pod may go from
+before the writer got to it is never sent: when the apiserver is slower than the pods, a pod may go from
 Pending to Running in one write, as with kube's status manager. A status is *pending* from the moment it is
 set until a write of it (or of a newer one) succeeds; the pod as its pending status leaves it
 (`pod_with_status`) is what the next status is computed from, and once nothing is pending the API's copy
@@ -15,7 +15,7 @@ ready) is seen and corrected.
     status.pod_with_status(pod)                    # pod, with the status still to be written if any
     await status.flush(uid, timeout)               # the newest status is written (before deleting a pod)
     status.forget(uid)                             # the pod is gone
-    await status.run()                             # the writers, until cancelled
+    await status.run()                             # the writer, until cancelled
 
 Usage rules: writes that fail for another reason than the pod being gone are tried again after
 `RETRY_AFTER_ERROR` seconds; `flush` returns once nothing is pending for the pod (written, or the pod
@@ -36,7 +36,6 @@ from minikube_py.kubelet import podstatus
 
 log = logging.getLogger("mkpy.kubelet.status")
 
-WRITERS = 1  # one writer, as kube's status manager has: the kubelet sends one request at a time
 RETRY_AFTER_ERROR = 1.0
 
 
@@ -45,8 +44,7 @@ class StatusManager:
         self._client = client
         self._on_written = on_written
         self._pending: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {}  # uid -> (pod, status to write)
-        self._dirty: dict[str, None] = {}  # uids whose pending status no writer has taken yet, oldest first
-        self._writing: set[str] = set()
+        self._dirty: dict[str, None] = {}  # uids whose pending status the writer has not taken yet, oldest first
         self._wake = asyncio.Event()
         self._settled = asyncio.Condition()
 
@@ -77,23 +75,17 @@ class StatusManager:
         asyncio.get_running_loop().create_task(self._notify())
 
     async def run(self) -> None:
-        await asyncio.gather(*(self._writer() for _ in range(WRITERS)))
-
-    async def _writer(self) -> None:
+        """The writer, one as in kube (the kubelet sends one request at a time), oldest pending pod first."""
         while True:
-            uid = next((uid for uid in self._dirty if uid not in self._writing), None)
-            if uid is None:
+            if not self._dirty:
                 self._wake.clear()
                 await self._wake.wait()
                 continue
+            uid = next(iter(self._dirty))
             del self._dirty[uid]
-            self._writing.add(uid)
             try:
                 await self._write(uid, *self._pending[uid])
             finally:
-                self._writing.discard(uid)
-                if self._dirty:
-                    self._wake.set()
                 await self._notify()
 
     async def _write(self, uid: str, pod: dict[str, Any], status: dict[str, Any]) -> None:
