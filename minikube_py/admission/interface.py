@@ -38,6 +38,9 @@ class Attributes:
     `options` is the CreateOptions/UpdateOptions/DeleteOptions object of the request, for webhooks.
     `warnings` go back to the client as `Warning` headers (kube's `warning.AddWarning`) when the request
     succeeds; `audit_annotations` go on the request's audit event (kube's `audit.AddAuditAnnotation`).
+    `default` fills in kube's defaults on an object of `kind` (None where the request's object is not the
+    resource's own, such as a Scale): the registry defaults the object before mutating admission, and a
+    mutating webhook's changes are defaulted with it, as kube's webhook dispatcher does.
     """
 
     operation: str
@@ -55,6 +58,7 @@ class Attributes:
     options: dict[str, Any] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
     audit_annotations: dict[str, str] = field(default_factory=dict)
+    default: Callable[[dict[str, Any]], None] | None = None
 
     @property
     def group_resource(self) -> str:

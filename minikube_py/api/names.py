@@ -7,17 +7,22 @@ lowercase RFC 1123 subdomain must ...`). The messages, regexes and examples are 
 users paste them into search engines.
 
 The `name_is_*` functions are the object-name rules (`NameRule`): they take the `prefix` flag kube sets for
-`metadata.generateName`, where a trailing dash is fine because a random suffix follows.
-Pure functions over strings; no I/O.
+`metadata.generateName`, where a trailing dash is fine because a random suffix follows
+(`random_suffix`, also used for the names kube makes up itself, like `kube-api-access-<suffix>`).
+Pure functions over strings, apart from that random suffix; no I/O.
 """
 
 from __future__ import annotations
 
 import ipaddress
+import random
 import re
 from collections.abc import Callable
 
 DNS1123_LABEL_MAX = 63
+# the letters of kube's generated names and safe-encoded hashes: no vowels, so that none spells a word
+SAFE_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
+RANDOM_SUFFIX_LENGTH = 5
 DNS1123_SUBDOMAIN_MAX = 253
 DNS1035_LABEL_MAX = 63
 QUALIFIED_NAME_MAX = 63
@@ -295,3 +300,9 @@ def name_is_path_segment(name: str, prefix: bool = False) -> list[str]:
 
 
 NameRule = Callable[[str, bool], list[str]]
+
+
+def random_suffix() -> str:
+    """Five random letters of SAFE_ALPHABET, as kube's name generator appends to `generateName`. Not
+    secret, only unlikely to repeat (kube uses a non-cryptographic generator for it too)."""
+    return "".join(random.choices(SAFE_ALPHABET, k=RANDOM_SUFFIX_LENGTH))

@@ -10,13 +10,18 @@ the `admission` package and know nothing of HTTP or storage: they read the clust
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from ..admission.chain import AdmissionChain
 from ..admission.interface import Attributes
+from ..api.defaults import apply_defaults
 from ..auth.authn import UserInfo
+from ..store.interface import KeyValue
 from .cacher import Cacher
 from .registry.generic import ResourceStore
+
+MAX_DECODED = 1024  # objects `get` keeps decoded (the namespaces, accounts and classes most requests read)
 
 
 class CachedClusterState:
@@ -28,6 +33,7 @@ class CachedClusterState:
         self.cachers = cachers
         self._found: dict[tuple[str, str], tuple[tuple[str, str, str], ResourceStore]] = {}
         self._listed: dict[tuple[str, str, str], tuple[tuple[int, int], list[dict[str, Any]]]] = {}
+        self._decoded: dict[str, tuple[KeyValue, dict[str, Any]]] = {}  # storage key -> (value, object)
 
     def _find(self, group: str, resource: str) -> tuple[ResourceStore, Cacher] | None:
         """The store and cache of a resource's served storage version, remembered (plugins ask on every
@@ -42,12 +48,24 @@ class CachedClusterState:
         return None
 
     def get(self, group: str, resource: str, namespace: str, name: str) -> dict[str, Any] | None:
+        """Decoded once per change of the object: plugins read the same namespace and service account on
+        every create. Shared between callers: never mutate it."""
         found = self._find(group, resource)
         if found is None:
             return None
         store, cacher = found
-        kv = cacher.objects.get(store.key(namespace, name))
-        return store.decode(kv) if kv is not None else None
+        key = store.key(namespace, name)
+        kv = cacher.objects.get(key)
+        if kv is None:
+            return None
+        decoded = self._decoded.get(key)
+        if decoded is not None and decoded[0] is kv:  # the cache replaces the value on every change
+            return decoded[1]
+        obj = store.decode(kv)
+        if len(self._decoded) >= MAX_DECODED:
+            del self._decoded[next(iter(self._decoded))]  # the oldest
+        self._decoded[key] = (kv, obj)
+        return obj
 
     def list(self, group: str, resource: str, namespace: str = "") -> list[dict[str, Any]]:
         """Decoded once per change of the cache: plugins list the same few LimitRanges, quotas and
@@ -77,11 +95,13 @@ class RequestAdmission:
                  namespace: str, name: str, subresource: str, dry_run: bool, options: dict[str, Any],
                  kind: tuple[str, str, str] | None = None) -> None:
         res = store.resource
+        own_kind = (res.group, res.version, res.kind)
         self.chain = chain
         self.attributes = Attributes(operation=operation, group=res.group, version=res.version,
-                                     resource=res.plural, kind=kind or (res.group, res.version, res.kind),
+                                     resource=res.plural, kind=kind or own_kind,
                                      user=user, namespace=namespace, name=name, subresource=subresource,
-                                     dry_run=dry_run, options=options)
+                                     dry_run=dry_run, options=options,
+                                     default=partial(apply_defaults, res) if kind in (None, own_kind) else None)
 
     async def mutate(self, obj: dict[str, Any] | None, old: dict[str, Any] | None) -> bool:
         self.attributes.object, self.attributes.old_object = obj, old

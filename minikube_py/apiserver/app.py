@@ -26,6 +26,7 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 from starlette.routing import BaseRoute, Route
 
+from .. import heap
 from ..admission.chain import AdmissionChain, enabled_plugins
 from ..api import errors
 from ..api.crdschema import CompiledSchema
@@ -133,6 +134,7 @@ class APIServer:
         ]
         self.authorizer = build_authorizer(self.options.authorization_mode, self)
         authnreviews.install(self)
+        heap.settle()
         self.ready.set()
 
     def install(self, res: Resource, schema: CompiledSchema) -> None:

@@ -8,17 +8,16 @@ the labs and makes a stored value independent of when it is read.
 
 from __future__ import annotations
 
-import secrets
 import uuid
 from datetime import UTC, datetime
 from typing import Any
 
 import orjson
 
+from ..api.names import DNS1123_LABEL_MAX, RANDOM_SUFFIX_LENGTH, random_suffix
 from ..store.interface import KeyValue
 
 # kube's generateName suffix alphabet: no vowels (no words) and no confusable characters
-_SUFFIX_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 
 
 def encode(obj: dict[str, Any]) -> bytes:
@@ -54,8 +53,7 @@ def new_uid() -> str:
 
 def generate_name(prefix: str) -> str:
     """`generateName` + five random characters, as kube's name generator does (prefix cut to fit 63)."""
-    prefix = prefix[: 63 - 5]
-    return prefix + "".join(secrets.choice(_SUFFIX_ALPHABET) for _ in range(5))
+    return prefix[: DNS1123_LABEL_MAX - RANDOM_SUFFIX_LENGTH] + random_suffix()
 
 
 def meta(obj: dict[str, Any]) -> dict[str, Any]:

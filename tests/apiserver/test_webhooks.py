@@ -62,6 +62,29 @@ def test_a_mutating_webhook_labels_new_configmaps_and_pods(api: httpx.Client, sc
         assert stored["metadata"]["labels"] == {"mutated-by": "webhook"}
 
 
+def test_what_a_mutating_webhook_adds_to_an_update_is_defaulted(api: httpx.Client, scoped: str,
+                                                                 server: WebhookServer) -> None:
+    labels = {"app": "web"}
+    deployment = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"},
+                  "spec": {"selector": {"matchLabels": labels}, "template": {
+                      "metadata": {"labels": labels}, "spec": {"containers": [{"name": "c", "image": "busybox"}]}}}}
+    url = f"/apis/apps/v1/namespaces/{scoped}/deployments"
+    assert api.post(url, json=deployment).status_code == 201
+    hook = webhook("sidecar.webhooks.mkpy.test", server.url("/sidecar"), scoped, server.ca_bundle,
+                   rules=[{"operations": ["UPDATE"], "apiGroups": ["apps"], "apiVersions": ["v1"],
+                           "resources": ["deployments"]}])
+    with configured(api, "MutatingWebhookConfiguration", hook):
+        r = eventually(lambda: api.patch(f"{url}/web", json={"metadata": {"labels": {"touched": uuid.uuid4().hex}}},
+                                         headers={"Content-Type": "application/merge-patch+json"}),
+                       lambda r: r.status_code != 200 or len(r.json()["spec"]["template"]["spec"]["containers"]) == 2)
+        assert r.status_code == 200, r.text
+        sidecar = r.json()["spec"]["template"]["spec"]["containers"][1]
+        assert sidecar["name"] == "sidecar"
+        assert sidecar["imagePullPolicy"] == "IfNotPresent"
+        assert sidecar["terminationMessagePath"] == "/dev/termination-log"
+        assert sidecar["terminationMessagePolicy"] == "File"
+
+
 def test_a_validating_webhook_denies_labelled_configmaps_with_kube_s_message(
         api: httpx.Client, scoped: str, server: WebhookServer) -> None:
     hook = webhook("deny.webhooks.mkpy.test", server.url("/deny"), scoped, server.ca_bundle)

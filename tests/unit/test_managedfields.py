@@ -81,6 +81,13 @@ def test_fields_v1_marks_members_with_children_by_a_dot() -> None:
     assert from_fields_v1(tree) == paths
 
 
+def test_fields_v1_orders_siblings_as_kube_does() -> None:
+    """Fields, then keys, then values, then indexes by number (`i:9` before `i:10`)."""
+    siblings = ["i:10", 'v:"s"', "i:9", 'k:{"name":"x"}', "f:b", "f:a"]
+    tree = to_fields_v1({("f:x", element) for element in siblings})
+    assert list(tree["f:x"]) == ["f:a", "f:b", 'k:{"name":"x"}', 'v:"s"', "i:9", "i:10"]
+
+
 @given(st.sets(st.lists(st.sampled_from(["f:a", "f:b", 'k:{"name":"x"}', 'v:"s"', "i:0"]), min_size=1,
                         max_size=4).map(tuple)))
 def test_fields_v1_round_trips_any_set(paths: set) -> None:
@@ -198,3 +205,47 @@ def test_kubectl_may_take_fields_still_as_client_side_apply_left_them() -> None:
     other = tracker("someone-else", config=cm(a="3"))
     with pytest.raises(errors.APIError):
         other.track(new, other.mutate(new))
+
+
+def pod(**status: str) -> dict:
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+            "spec": {"containers": [{"name": "c", "image": "busybox"}]}, "status": status}
+
+
+def pod_tracker(manager: str, **kwargs: object) -> FieldTracker:
+    return FieldTracker(POD, "v1", manager, zero_object("v1", "Pod"), status_subresource=True,  # type: ignore[arg-type]
+                        **kwargs)
+
+
+def test_a_status_write_owns_status_fields_only_and_leaves_other_entries_as_they_were() -> None:
+    obj = pod(phase="Pending")
+    pod_tracker("creator").track(None, obj)
+    creator = obj["metadata"]["managedFields"][0]
+    new = {**pod(phase="Running", podIP="10.0.0.5"), "metadata": obj["metadata"]}
+    new["spec"]["containers"][0]["image"] = "nginx"  # not the status writer's to own, whatever it sends
+    pod_tracker("kubelet", subresource="status").track(obj, new)
+    owners = {e["manager"]: e for e in new["metadata"]["managedFields"]}
+    assert owners["creator"] == creator
+    assert owners["kubelet"]["fieldsV1"] == {"f:status": {"f:phase": {}, "f:podIP": {}}}
+    assert owners["kubelet"]["subresource"] == "status"
+
+
+def test_a_status_write_takes_status_fields_from_their_owner() -> None:
+    obj = pod(phase="Pending")
+    obj["status"]["message"] = "waiting"
+    pod_tracker("creator", subresource="status").track(None, obj)
+    new = {**pod(phase="Pending", message="started"), "metadata": obj["metadata"]}
+    pod_tracker("kubelet", subresource="status").track(obj, new)
+    owners = {e["manager"]: e["fieldsV1"] for e in new["metadata"]["managedFields"]}
+    assert owners == {"creator": {"f:status": {"f:phase": {}}}, "kubelet": {"f:status": {"f:message": {}}}}
+
+
+def test_entries_a_client_sends_are_rewritten_in_kubes_order() -> None:
+    obj = cm(a="1", b="2")
+    tracker("creator").track(None, obj)
+    sent = [{"manager": "creator", "operation": "Update", "apiVersion": "v1", "fieldsType": "FieldsV1",
+             "fieldsV1": {"f:data": {"f:b": {}, ".": {}, "f:a": {}}}}]
+    new = {**cm(a="1", b="2"), "metadata": {"name": "c", "managedFields": sent}}
+    tracker("editor").track(obj, new)
+    assert list(new["metadata"]["managedFields"][0]["fieldsV1"]["f:data"]) == [".", "f:a", "f:b"]
+

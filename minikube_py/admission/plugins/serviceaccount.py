@@ -22,9 +22,9 @@ lists.
 
 from __future__ import annotations
 
-import secrets
 from typing import Any
 
+from ...api.names import random_suffix
 from ..interface import CREATE, Attributes, ClusterState, forbidden
 from .namespacelifecycle import wait_for
 
@@ -35,7 +35,6 @@ MIRROR_POD_ANNOTATION = "kubernetes.io/config.mirror"
 ENFORCE_MOUNTABLE_SECRETS = "kubernetes.io/enforce-mountable-secrets"
 TOKEN_EXPIRATION_SECONDS = 3607  # kube's "warn-only" bound token lifetime: 1h plus a few seconds
 DEFAULT_ACCOUNT_WAIT = 5.0  # seconds the `default` account is waited for before the pod is refused
-_NAME_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"  # kube's name generator's letters
 
 
 def token_volume(name: str) -> dict[str, Any]:
@@ -123,7 +122,7 @@ def _mount_token(spec: dict[str, Any]) -> None:
     volumes = spec.get("volumes") or []
     existing = next((v.get("name") for v in volumes if isinstance(v, dict)
                      and str(v.get("name", "")).startswith(VOLUME_PREFIX)), None)
-    name = existing or VOLUME_PREFIX + "".join(secrets.choice(_NAME_ALPHABET) for _ in range(5))
+    name = existing or VOLUME_PREFIX + random_suffix()
     mounted = False
     for container in _containers(spec):
         mounts = container.get("volumeMounts") or []

@@ -121,9 +121,15 @@ _VOLUME_SOURCES = (
 )
 
 
+_VOLUME_SOURCE_KEYS = frozenset(_VOLUME_SOURCES)
+
+
 def volume_sources(volume: dict[str, Any]) -> list[str]:
     """The volume source keys set on a pod volume, in kube's order."""
-    return [key for key in _VOLUME_SOURCES if volume.get(key) is not None]
+    found = [key for key, value in volume.items() if key in _VOLUME_SOURCE_KEYS and value is not None]
+    if len(found) > 1:
+        found.sort(key=_VOLUME_SOURCES.index)
+    return found
 
 
 def _volume(volume: dict[str, Any]) -> None:

@@ -82,14 +82,15 @@ def to_fields_v1(paths: Iterable[Path]) -> dict[str, Any]:
 
 def _finish(node: dict[str, Any]) -> dict[str, Any]:
     """`node` with its keys in kube's order, and `.` kept only on members that have members below."""
-    keys = [key for key in node if key != "."]
-    if not keys:
-        return {}
-    if len(keys) > 1:
-        keys.sort(key=_order)
     out: dict[str, Any] = {".": {}} if "." in node else {}
+    keys = [key for key in node if key != "."]
+    if len(keys) > 1:
+        keys.sort()  # kube's order too, unless there are list indexes (`i:10` sorts before `i:9`, `k:` after `i:`)
+        if keys[-1][0] != "f" and any(key[0] == "i" for key in keys):
+            keys.sort(key=_order)
     for key in keys:
-        out[key] = _finish(node[key])
+        child = node[key]
+        out[key] = {} if len(child) == 1 and "." in child else _finish(child)  # a leaf, or a member with members
     return out
 
 

@@ -78,16 +78,29 @@ class Manager:
 
 @dataclass
 class Entry:
+    """One manager's fields. `wire` is the FieldsV1 tree the entry was read from, written back as it is
+    while the fields stay the same (re-encoding every manager's fields on every write was most of the cost
+    of small writes such as status updates); None once they changed, or when the entry is new."""
+
     fields: FieldSet
     api_version: str
     time: str | None
+    wire: dict[str, Any] | None = None
+
+    def discard(self, paths: FieldSet) -> None:
+        """Give up `paths` (another manager took them, or they are gone)."""
+        if not self.fields.isdisjoint(paths):
+            self.fields -= paths
+            self.wire = None
 
 
 Managed = dict[Manager, Entry]
 
 
-def decode(raw: Any) -> Managed:
-    """The entries of a `metadata.managedFields` value; ValueError if it is malformed."""
+def decode(raw: Any, *, stored: bool = False) -> Managed:
+    """The entries of a `metadata.managedFields` value; ValueError if it is malformed. `stored` says it was
+    read from storage, where only this module writes it, in canonical form: then each entry keeps its tree
+    (`Entry.wire`). A client's entries are always re-encoded, as kube re-encodes them."""
     if raw is None:
         return {}
     if not isinstance(raw, list):
@@ -101,10 +114,12 @@ def decode(raw: Any) -> Managed:
             raise ValueError("unsupported managedFields entry")
         who = Manager(str(item.get("manager") or ""), operation, "" if operation == APPLY else str(api_version),
                       str(item.get("subresource") or ""))
-        fields = from_fields_v1(item.get("fieldsV1") or {})
-        if who in managed:
+        tree = item.get("fieldsV1") or {}
+        fields = from_fields_v1(tree)
+        if who in managed:  # the same manager twice: one entry with both sets of fields
             fields |= managed[who].fields
-        managed[who] = Entry(fields, str(api_version), item.get("time"))
+            tree = None
+        managed[who] = Entry(fields, str(api_version), item.get("time"), tree if stored else None)
     return managed
 
 
@@ -120,7 +135,7 @@ def encode(managed: Managed) -> list[dict[str, Any]]:
         if entry.time:
             item["time"] = entry.time
         item["fieldsType"] = "FieldsV1"
-        item["fieldsV1"] = to_fields_v1(entry.fields)
+        item["fieldsV1"] = entry.wire if entry.wire is not None else to_fields_v1(entry.fields)
         if who.subresource:
             item["subresource"] = who.subresource
         out.append(item)
@@ -204,8 +219,10 @@ class FieldTracker:
         else:
             managed = self._managed_for_update(old, new)
         new_plain = _without_managed(new)
+        # a status write can own nothing but status: compare only that (the rest of the object may be large)
+        only = "status" if self.subresource == "status" and self.status_subresource else None
         try:
-            diff = compare(_without_managed(before), new_plain, self.typ)
+            diff = compare(_without_managed(before), new_plain, self.typ, only=only)
         except ShapeError:  # an object whose lists break their own rules cannot be tracked (kube drops it too)
             new.get("metadata", {}).pop("managedFields", None)
             return
@@ -214,7 +231,7 @@ class FieldTracker:
             self._check_conflicts(managed, changed, old)
         for who, entry in managed.items():
             if who != self.writer:
-                entry.fields -= changed | removed
+                entry.discard(changed | removed)
         if self.config is not None:
             managed[self.writer] = Entry(set(self.config_fields), self.api_version, _now())
             if self.writer.name == KUBECTL:
@@ -224,7 +241,7 @@ class FieldTracker:
             fields = (previous.fields - removed if previous else set()) | changed
             managed[self.writer] = Entry(fields, self.api_version, _now())
         elif self.writer in managed:
-            managed[self.writer].fields -= removed
+            managed[self.writer].discard(removed)
         entries = encode(managed)
         if old is not None:
             kept = old.get("metadata", {}).get("managedFields")
@@ -251,7 +268,7 @@ class FieldTracker:
         """The live object's entries; an object that never had any is first credited, field by field, to
         `before-first-apply`, so that a first apply cannot silently take over what others wrote."""
         try:
-            managed = decode(live.get("metadata", {}).get("managedFields"))
+            managed = decode(live.get("metadata", {}).get("managedFields"), stored=True)
         except (ValueError, FieldsV1Error):
             managed = {}
         if not managed and self.config is not None:
@@ -279,7 +296,7 @@ class FieldTracker:
             except (ValueError, FieldsV1Error):
                 pass
         try:
-            return decode(live)
+            return decode(live, stored=True)
         except (ValueError, FieldsV1Error):
             return {}
 

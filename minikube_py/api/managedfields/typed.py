@@ -42,6 +42,13 @@ def flatten(obj: Any, typ: Type) -> Flat:
     return flat
 
 
+def _flatten_field(obj: Any, typ: Type, name: str) -> Flat:
+    flat = Flat()
+    if isinstance(obj, dict) and name in obj:
+        _walk(obj[name], resolve(typ, obj).child(name), (field(name),), flat)
+    return flat
+
+
 def _walk(value: Any, typ: Type, path: Path, flat: Flat) -> None:
     typ = resolve(typ, value)
     if typ.is_leaf:
@@ -110,8 +117,13 @@ class Comparison:
         return self.added | self.modified
 
 
-def compare(old: Any, new: Any, typ: Type) -> Comparison:
-    before, after = flatten(old, typ), flatten(new, typ)
+def compare(old: Any, new: Any, typ: Type, *, only: str | None = None) -> Comparison:
+    """What changed from `old` to `new`; with `only`, just in that top-level field of the two objects (the
+    same paths a whole comparison would give under it, for less work)."""
+    if only is None:
+        before, after = flatten(old, typ), flatten(new, typ)
+    else:
+        before, after = _flatten_field(old, typ, only), _flatten_field(new, typ, only)
     added = (after.leaves.keys() - before.leaves.keys()) | (after.inner - before.inner)
     removed = (before.leaves.keys() - after.leaves.keys()) | (before.inner - after.inner)
     modified = {p for p, v in after.leaves.items() if p in before.leaves and not _same(before.leaves[p], v)}

@@ -213,11 +213,15 @@ class ResourceStore:
             if uid and uid != old["metadata"].get("uid"):
                 raise errors.uid_precondition_failed(self.resource.group_resource, name, key, uid,
                                                      str(old["metadata"].get("uid") or ""))
+            # kube's order: the changed object is defaulted, mutating admission sees it so, and only then
+            # does the strategy settle what this write may change (PrepareForUpdate)
             with decoding_errors():
-                new = self._prepare_update(mutate(copy.deepcopy(old)), old, subresource)
-            if admission is not None and await admission.mutate(new, old):
-                with decoding_errors():
-                    new = self._prepare_update(new, old, subresource)
+                new = mutate(copy.deepcopy(old))
+                apply_defaults(self.resource, new)
+            if admission is not None:
+                await admission.mutate(new, old)
+            with decoding_errors():
+                new = self._prepare_update(new, old, subresource)
             if tracker is not None:
                 with decoding_errors():
                     tracker.track(old, new)
@@ -258,7 +262,6 @@ class ResourceStore:
             new_meta["namespace"] = old_meta.get("namespace")
         new.setdefault("apiVersion", old.get("apiVersion"))
         new.setdefault("kind", old.get("kind"))
-        apply_defaults(self.resource, new)
         self.strategy.canonicalize(new)
         if not subresource:  # subresources (status, finalize, binding) have their own rules
             prepare_for_update(self.resource, new, old)

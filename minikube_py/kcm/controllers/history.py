@@ -28,11 +28,11 @@ from typing import Any
 
 import orjson
 
+from minikube_py.api.names import SAFE_ALPHABET
 from minikube_py.client import resources
 from minikube_py.client.rest import RESTClient
 from minikube_py.kcm.controllers.podcontrol import controller_ref
 
-SAFE_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"  # no vowels: a hash never spells a word
 HASH_LABEL = "controller.kubernetes.io/hash"
 _FNV_OFFSET, _FNV_PRIME = 0x811C9DC5, 0x01000193
 

@@ -64,6 +64,13 @@ class MutatingWebhookPlugin(WebhookPlugin):
             raise errors.internal(f'admission webhook "{hook.name}" attempted to modify the object, which is not '
                                   "supported for this operation")
         patched = _apply(patch, invocation, attributes)
+        if attributes.default is not None:
+            try:
+                attributes.default(patched)
+            except (TypeError, AttributeError, ValueError, KeyError, IndexError) as err:
+                # a wrongly typed value: kube fails to decode such a patched object, an internal error
+                raise errors.internal(f"admission webhook \"{hook.name}\" returned an object that cannot be "
+                                      f"decoded: {err}") from None
         if patched == attributes.object:
             return False
         attributes.object.clear()
