@@ -200,8 +200,10 @@ def test_the_job_selector_is_generated_from_the_uid() -> None:
         "batch.kubernetes.io/controller-uid": "u-1"}
 
 
-def test_defaulting_generates_the_selector_of_a_job_being_created() -> None:
+def test_preparing_a_job_for_create_generates_its_selector() -> None:
     obj = defaulted(JOBS, {"metadata": {"name": "pi", "uid": "u-1"}, "spec": {"template": template()}})
+    assert "selector" not in obj["spec"]  # defaulting alone leaves it: it runs before the uid is set
+    prepare_for_create(JOBS, obj)
     assert obj["spec"]["selector"] == {"matchLabels": {"batch.kubernetes.io/controller-uid": "u-1"}}
 
 

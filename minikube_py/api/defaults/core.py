@@ -37,12 +37,16 @@ def service(obj: dict[str, Any]) -> None:
         set_default(spec, "internalTrafficPolicy", "Cluster")
     if service_type == "LoadBalancer":
         set_default(spec, "allocateLoadBalancerNodePorts", True)
-        for ingress in dicts(child(child(obj, "status"), "loadBalancer"), "ingress"):
-            if ingress.get("ip"):
-                set_default(ingress, "ipMode", "VIP")
     if service_type != "ExternalName":
         _ip_families(spec)
-    child(child(obj, "status"), "loadBalancer")
+
+
+def service_status(obj: dict[str, Any]) -> None:
+    load_balancer = child(child(obj, "status"), "loadBalancer")
+    if child(obj, "spec").get("type") == "LoadBalancer":
+        for ingress in dicts(load_balancer, "ingress"):
+            if ingress.get("ip"):
+                set_default(ingress, "ipMode", "VIP")
 
 
 def service_on_update(new: dict[str, Any], old: dict[str, Any]) -> None:
@@ -140,10 +144,13 @@ def namespace(obj: dict[str, Any]) -> None:
     if name:
         child(metadata, "labels")[NAMESPACE_NAME_LABEL] = name
     child(obj, "spec")
+
+
+def namespace_status(obj: dict[str, Any]) -> None:
     set_default(child(obj, "status"), "phase", "Active")
 
 
-def node(obj: dict[str, Any]) -> None:
+def node_status(obj: dict[str, Any]) -> None:
     status = child(obj, "status")
     capacity = status.get("capacity")
     if status.get("allocatable") is None and isinstance(capacity, dict):
@@ -159,8 +166,12 @@ def secret(obj: dict[str, Any]) -> None:
             data[key] = base64.b64encode(str(value).encode()).decode()
 
 
-def persistent_volume(obj: dict[str, Any]) -> None:
+def pending(obj: dict[str, Any]) -> None:
+    """The phase of a new PersistentVolume or claim."""
     set_default(child(obj, "status"), "phase", "Pending")
+
+
+def persistent_volume(obj: dict[str, Any]) -> None:
     spec = child(obj, "spec")
     set_default(spec, "persistentVolumeReclaimPolicy", "Retain")
     set_default(spec, "volumeMode", "Filesystem")
@@ -169,7 +180,6 @@ def persistent_volume(obj: dict[str, Any]) -> None:
 
 
 def persistent_volume_claim(obj: dict[str, Any]) -> None:
-    set_default(child(obj, "status"), "phase", "Pending")
     set_default(child(obj, "spec"), "volumeMode", "Filesystem")
 
 

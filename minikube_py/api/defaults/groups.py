@@ -105,8 +105,12 @@ def custom_resource_definition(obj: dict[str, Any]) -> None:
                     create=False)
     if service:
         set_default(service, "port", 443)
+
+
+def custom_resource_definition_status(obj: dict[str, Any]) -> None:
     # The status a new CRD shows before the CRD controllers accept its names: kube's registry starts it with the
     # storage version recorded, which later updates keep (status is the controllers' to change).
+    spec = child(obj, "spec")
     status = child(obj, "status")
     set_default(status, "acceptedNames", {"plural": "", "kind": ""})
     if status.get("storedVersions") is None:

@@ -3,7 +3,7 @@
 Each function takes the whole object. Templates get the PodSpec defaults (`pod.pod_template`) but never the
 Pod-only ones. kube deliberately does *not* default the selector of an apps/v1 controller (it is required, so
 a typo in labels is an error rather than a silent mismatch). A Job's selector is generated from the Job's uid
-(`job_selector`, kube's Job registry does it at create time); defaulting does it too once the uid is set.
+(`job_selector`, kube's Job registry does it at create time, and so does our `prepare_for_create`).
 """
 
 from __future__ import annotations
@@ -123,9 +123,6 @@ def job(obj: dict[str, Any]) -> None:
                 set_default(pattern, "status", "True")
     set_default(spec, "podReplacementPolicy", "Failed" if failure_policy is not None else "TerminatingOrFailed")
     pod_template(child(spec, "template"))
-    if spec.get("selector") is None:
-        # Only a Job being created has a uid but no selector yet: generate it as the Job registry does.
-        job_selector(obj)
 
 
 def cron_job(obj: dict[str, Any]) -> None:
@@ -138,7 +135,8 @@ def cron_job(obj: dict[str, Any]) -> None:
 
 
 def job_selector(obj: dict[str, Any]) -> None:
-    """Generate a Job's selector from its uid, as the Job registry does at create time.
+    """Generate a Job's selector from its uid, as the Job registry does at create time (a selector the
+    client sent is kept).
 
     Runs after the uid is assigned and before validation. Skipped when `spec.manualSelector` is true: the
     user then owns the selector. The template gets both the current labels and the legacy unprefixed ones.

@@ -25,7 +25,7 @@ from typing import Any, Protocol
 
 from ...api import errors
 from ...api.conversion import from_storage, to_storage
-from ...api.defaults import apply_defaults, prepare_for_create, prepare_for_update
+from ...api.defaults import apply_defaults, default_status, prepare_for_create, prepare_for_update
 from ...api.kinds import Resource
 from ...api.managedfields import FieldTracker
 from ...api.validation import validate_create, validate_update
@@ -115,9 +115,9 @@ class ResourceStore:
         just before it is written."""
         meta = codec.meta(obj)
         self._set_namespace(meta, namespace)
+        with decoding_errors():
+            apply_defaults(self.resource, obj)
         if admission is not None:
-            with decoding_errors():
-                apply_defaults(self.resource, obj)
             await admission.mutate(obj, None)
             meta = codec.meta(obj)
             self._set_namespace(meta, namespace)
@@ -127,7 +127,7 @@ class ResourceStore:
             self._fill_new_metadata(meta)
             self.strategy.prepare_for_create(obj)
             prepare_for_create(self.resource, obj)
-            apply_defaults(self.resource, obj)
+            default_status(self.resource, obj)
             self.strategy.canonicalize(obj)
             if tracker is not None:
                 tracker.track(None, obj)
