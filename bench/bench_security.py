@@ -14,11 +14,9 @@ namespace. Two apiserver processes share one etcd and differ only in what a requ
 * "masters, no admission": the same authorization flags, but every admission plugin disabled, and the admin
   certificate in `system:masters`, which is allowed before RBAC is asked.
 
-Both sides serve only these creates. The controller manager beside them runs only the serviceaccount
-controller, which makes the namespace's `default` ServiceAccount that the ServiceAccount plugin needs.
-Controllers that watch pods (resourcequota, pvc-protection, which the tests' control plane also runs)
-would make the secured apiserver stream every created pod to them, in both sides' rounds: a cost of having
-controllers, not of security, and one only the side they are connected to would pay.
+Both sides serve only these creates: the controller manager beside them runs only the serviceaccount
+controller (`common.BENCH_CONTROLLERS`). Controllers that watch pods would be connected to one side only
+and make it stream every pod both sides create to them.
 
 Sides alternate in rounds, so machine noise hits them alike; figures are medians. Server CPU per create
 shows where the difference goes.
@@ -29,6 +27,7 @@ shows where the difference goes.
 from __future__ import annotations
 
 from bench.common import (
+    BENCH_CONTROLLERS,
     Side,
     TLSFiles,
     admin_tls,
@@ -70,7 +69,7 @@ def main() -> None:
     load, rounds = parse_load(__doc__, seconds=3.0)
     disabled = ",".join(sorted(DEFAULT_ON & set(PLUGINS)))
     # the harness runs the apiserver as `mkpy up` does: Node,RBAC and NodeRestriction on top of the defaults
-    secured = ControlPlane(controllers="serviceaccount").start()
+    secured = ControlPlane(controllers=BENCH_CONTROLLERS).start()
     open_ = ControlPlane(etcd=secured.etcd,
                          extra_args=("--enable-admission-plugins=", f"--disable-admission-plugins={disabled}"))
     try:

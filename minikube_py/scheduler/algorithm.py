@@ -6,7 +6,8 @@ Reserve:
 1. PreFilter once for the pod; it may narrow the nodes (`PreFilterResult`) or reject the pod outright.
 2. A pod that preemption nominated for a node tries that node first.
 3. Filter node after node, starting where the previous pod stopped (so every node gets its turn), until
-   `num_feasible_nodes_to_find` nodes passed: with many nodes, scoring them all buys little.
+   `num_feasible_nodes_to_find` nodes passed: with many nodes, scoring them all buys little. (The framework
+   is handed runs of nodes, which its plugins may check in one call; the outcome is the same.)
 4. PreScore and Score the feasible nodes (weights and normalisation are the framework's job), then pick the
    highest total, breaking ties uniformly at random.
 
@@ -136,28 +137,30 @@ def find_nodes_that_fit(fwk: Any, state: CycleState, pod: Pod, nodes: Sequence[N
 
 def _filter(fwk: Any, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo], cursor: NodeCursor, to_find: int,
             diagnosis: Diagnosis) -> list[NodeInfo]:
+    """Filter from the cursor on, until `to_find` nodes passed or every node was tried. The nodes go to Filter
+    in runs as long as the number of feasible nodes still missing, so no node after the last one needed is
+    checked: the outcome is that of checking them one by one."""
     count = len(nodes)
     if count == 0:
         return []
     start = cursor.next_start_node_index % count
-    run = fwk.run_filter_plugins_with_nominated_pods
+    ordered = [*nodes[start:], *nodes[:start]]
+    check = fwk.node_filter(state, pod)
     statuses = diagnosis.node_to_status
     feasible: list[NodeInfo] = []
     processed = 0
-    for offset in range(count):
-        node_info = nodes[(start + offset) % count]
-        processed += 1
-        status = run(state, pod, node_info)
-        code = status.code
-        if code == Code.SUCCESS:
-            feasible.append(node_info)
-            if len(feasible) >= to_find:
-                break
-        elif code == Code.ERROR:
-            raise SchedulingError(status)
-        else:
-            statuses[node_info.name] = status
-            diagnosis.unschedulable_plugins.add(status.plugin)
+    while processed < count and len(feasible) < to_find:
+        run = ordered[processed:processed + to_find - len(feasible)]
+        for node_info, status in zip(run, check(run), strict=True):
+            code = status.code
+            if not code:  # Success
+                feasible.append(node_info)
+            elif code == Code.ERROR:
+                raise SchedulingError(status)
+            else:
+                statuses[node_info.name] = status
+                diagnosis.unschedulable_plugins.add(status.plugin)
+        processed += len(run)
     cursor.next_start_node_index = (start + processed) % count
     return feasible
 
@@ -177,11 +180,13 @@ def select_host(scores: Sequence[Any]) -> str:
     """The name of a node with the highest total score; among equals each is equally likely (reservoir
     sampling, so one pass and no list of the winners)."""
     best_name, best_score, ties = "", -1, 0
+    randrange = random.randrange
     for entry in scores:
-        if entry.total_score > best_score:
-            best_name, best_score, ties = entry.name, entry.total_score, 1
-        elif entry.total_score == best_score:
+        score = entry.total_score
+        if score > best_score:
+            best_name, best_score, ties = entry.name, score, 1
+        elif score == best_score:
             ties += 1
-            if random.randrange(ties) == 0:
+            if randrange(ties) == 0:
                 best_name = entry.name
     return best_name

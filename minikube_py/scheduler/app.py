@@ -28,6 +28,7 @@ import socket
 from dataclasses import dataclass
 from typing import Any
 
+from minikube_py import heap
 from minikube_py.client import resources
 from minikube_py.client.events import EventBroadcaster
 from minikube_py.client.healthz import HealthServer, HealthServerError
@@ -182,6 +183,9 @@ async def _schedule(scheduler: Scheduler, informers: SharedInformerFactory, broa
     informers.start()
     try:
         await informers.wait_for_cache_sync()
+        # The snapshot's first copy holds every node (~30 ms at 5000 nodes): made now, not in the first pod's cycle.
+        scheduler.cache.update_snapshot(scheduler.snapshot)
+        heap.settle()  # the synced caches and the snapshot live as long as the process
         log.info("caches synced; scheduling")
         async with asyncio.TaskGroup() as group:
             group.create_task(scheduler.queue.run())

@@ -66,6 +66,10 @@ class Nominator:
         self.delete_nominated_pod_if_exists(old_pod)
         self.add_nominated_pod(new_pod_info, keep)
 
+    def has_nominated_pods(self) -> bool:
+        """Whether any pod is nominated to any node (a cycle's Filter looks for them only then)."""
+        return bool(self._pods_by_node)
+
     def nominated_pods_for_node(self, node_name: str) -> Sequence[PodInfo]:
         """The pods nominated to `node_name` (read-only: called for every node of every cycle, so no copy)."""
         return self._pods_by_node.get(node_name, ())

@@ -23,7 +23,7 @@ import copy
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from minikube_py.api.timestamps import time_string
@@ -102,8 +102,11 @@ class Scheduler:
             return None, None, Status.as_error(error)
         finally:
             fwk.recorder = None
-        assumed = _with_node(pod, result.suggested_host)
-        self.cache.assume_pod(assumed)
+        # The parsed pod holds for the assumed copy (only spec.nodeName differs, and nothing parsed reads it);
+        # from Reserve on, the cycle's pod is the assumed one.
+        state.pod_info = replace(qpi.pod_info, pod=_with_node(pod, result.suggested_host))
+        assumed = state.pod_info.pod
+        self.cache.assume_pod(state.pod_info)
         status = fwk.run_reserve_plugins_reserve(state, assumed, result.suggested_host)
         if status.is_success():
             status = fwk.run_permit_plugins(state, assumed, result.suggested_host)

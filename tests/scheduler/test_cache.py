@@ -195,6 +195,19 @@ def test_a_node_with_malformed_allocatable_is_kept_with_an_error(caplog: pytest.
     assert info is not None and info.allocatable.milli_cpu == 0 and info.node_error
 
 
+def test_a_nodes_labels_taints_and_cordon_are_read_once_and_follow_its_updates() -> None:
+    cache, snapshot = cache_with("n1"), Snapshot()
+    cache.update_snapshot(snapshot)
+    info = snapshot.get("n1")
+    assert info is not None and (info.labels, info.taints, info.unschedulable) == ({}, None, False)
+    taints = [{"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}]
+    updated = {**node("n1", zone="z1"), "spec": {"taints": taints, "unschedulable": True}}
+    cache.update_node(node("n1"), updated)
+    cache.update_snapshot(snapshot)
+    assert (info.labels, info.taints, info.unschedulable) == ({"topology.kubernetes.io/zone": "z1"}, taints, True)
+    assert (info.clone().labels, info.clone().taints, info.clone().unschedulable) == (info.labels, taints, True)
+
+
 # --- images -------------------------------------------------------------------------------------------------
 
 

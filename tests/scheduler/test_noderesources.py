@@ -16,7 +16,7 @@ from minikube_py.scheduler.framework.interface import (
     QueueingHint,
 )
 from minikube_py.scheduler.framework.types import NodeInfo, PodInfo
-from minikube_py.scheduler.plugins.noderesources import scoring
+from minikube_py.scheduler.plugins.noderesources import node_vectors, request_vector, scoring
 from minikube_py.scheduler.plugins.noderesources.balanced_allocation import BalancedAllocation
 from minikube_py.scheduler.plugins.noderesources.fit import Fit
 
@@ -59,9 +59,15 @@ def node_info(the_node: dict[str, Any], *placed: dict[str, Any]) -> NodeInfo:
 
 
 def run_filter(the_pod: dict[str, Any], info: NodeInfo, args: dict[str, Any] | None = None) -> Any:
+    """Filter's verdict on `info`, checked to be the batch form's on a node that fits and `info`."""
     fit, state = Fit(args or {}, None), CycleState()  # type: ignore[arg-type]
     assert fit.pre_filter(state, the_pod, [info]) == (None, None)
-    return fit.filter(state, the_pod, info)
+    status = fit.filter(state, the_pod, info)
+    roomy = node_info(node("roomy", cpu="64", memory="64Gi", ephemeral_storage="1Ti", **{"example.com/gpu": "8"}))
+    batch = fit.filter_nodes(state, the_pod, [roomy, info])
+    assert {i: (s.code, s.reasons) for i, s in batch.items()} == ({} if status is None else
+                                                                   {1: (status.code, status.reasons)})
+    return status
 
 
 UNSCHEDULABLE, UNRESOLVABLE = Code.UNSCHEDULABLE, Code.UNSCHEDULABLE_AND_UNRESOLVABLE
@@ -212,6 +218,51 @@ THREE_RESOURCES = {"resources": [{"name": "cpu", "weight": 1}, {"name": "memory"
 def test_balanced_allocation(the_pod: dict[str, Any], info: NodeInfo, args: dict[str, Any] | None,
                              expected: int) -> None:
     assert balanced_score(the_pod, info, args) == expected
+
+
+MIXED_NODES = [  # nodes in the same state twice, with pods, without ephemeral-storage, with an extended resource
+    node_info(SMALL_NODE), node_info(SMALL_NODE), node_info(SMALL_NODE, pod(container(cpu="1", memory="2500"))),
+    node_info(SMALL_NODE, pod()), node_info(node(cpu="8", memory="20000", ephemeral_storage="1000")),
+    node_info(node(cpu="4", memory="10000", **{"example.com/gpu": "4"}), pod(container(**{"example.com/gpu": "1"}))),
+    node_info(SMALL_NODE, pod(container(cpu="1", memory="2500"))),
+]
+EPHEMERAL_AND_GPU_POD = pod(container(cpu="1", memory="1000", ephemeral_storage="100", **{"example.com/gpu": "1"}))
+
+
+@pytest.mark.parametrize("the_pod, args", [
+    case("LeastAllocated", HALF_POD, None),
+    case("LeastAllocated with the 100m/200Mi defaults", pod(), None),
+    case("MostAllocated with ephemeral-storage", EPHEMERAL_AND_GPU_POD,
+         strategy("MostAllocated", THREE_RESOURCES["resources"])),
+    case("RequestedToCapacityRatio", HALF_POD, strategy("RequestedToCapacityRatio", shape=[(0, 0), (100, 10)])),
+    case("an extended resource", EPHEMERAL_AND_GPU_POD,
+         strategy("LeastAllocated", [{"name": "cpu", "weight": 2}, {"name": "example.com/gpu", "weight": 1}])),
+])
+def test_fit_scores_all_nodes_at_once_as_each_node_on_its_own(the_pod: dict[str, Any],
+                                                               args: dict[str, Any] | None) -> None:
+    fit, state = Fit(args or {}, None), CycleState()  # type: ignore[arg-type]
+    assert fit.pre_score(state, the_pod, MIXED_NODES) is None
+    wanted = request_vector(PodInfo.of(the_pod).non_zero_requests, fit.resources)
+    one_by_one = [fit.scorer(*node_vectors(info, fit.resources, wanted, use_requested=False)) for info in MIXED_NODES]
+    assert fit.score_nodes(state, the_pod, MIXED_NODES) == (one_by_one, None)
+    assert len(set(one_by_one)) > 2
+
+
+@pytest.mark.parametrize("the_pod, args", [
+    case("cpu and memory", HALF_POD, None),
+    case("actual requests, not the defaults", pod(), None),
+    case("three resources", EPHEMERAL_AND_GPU_POD, THREE_RESOURCES),
+    case("an extended resource", EPHEMERAL_AND_GPU_POD,
+         {"resources": [{"name": "cpu", "weight": 1}, {"name": "example.com/gpu", "weight": 1}]}),
+])
+def test_balanced_allocation_scores_all_nodes_at_once_as_each_node_on_its_own(
+        the_pod: dict[str, Any], args: dict[str, Any] | None) -> None:
+    plugin, state = BalancedAllocation(args or {}, None), CycleState()  # type: ignore[arg-type]
+    assert plugin.pre_score(state, the_pod, MIXED_NODES) is None
+    wanted = request_vector(PodInfo.of(the_pod).requests, plugin.resources)
+    one_by_one = [scoring.balanced_allocation(*node_vectors(info, plugin.resources, wanted, use_requested=True))
+                  for info in MIXED_NODES]
+    assert plugin.score_nodes(state, the_pod, MIXED_NODES) == (one_by_one, None)
 
 
 @pytest.mark.parametrize("requested, capacity, least, most", [

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from minikube_py.client import resources
+from minikube_py.scheduler import plugins
 from minikube_py.scheduler.framework.interface import (
     ActionType,
     ClusterEvent,
@@ -158,8 +159,10 @@ UNSCHEDULABLE_TOLERATION = {"key": "node.kubernetes.io/unschedulable", "operator
          [dict(UNSCHEDULABLE_TOLERATION, effect="NoExecute")], False),
 ])
 def test_node_unschedulable(unschedulable: bool, tolerations: list[dict[str, Any]] | None, passes: bool) -> None:
-    plugin = NodeUnschedulable({}, FakeHandle())
-    status = plugin.filter(CycleState(), pod(tolerations=tolerations), node_info(unschedulable=unschedulable))
+    plugin, incoming = NodeUnschedulable({}, FakeHandle()), pod(tolerations=tolerations)
+    status = plugin.filter(CycleState(), incoming, node_info(unschedulable=unschedulable))
+    batch = plugin.filter_nodes(CycleState(), incoming, [node_info("open"), node_info(unschedulable=unschedulable)])
+    assert list(batch) == ([] if passes else [1]) and all(s.reasons == status.reasons for s in batch.values())
     if passes:
         assert is_success(status)
     else:
@@ -188,7 +191,10 @@ def test_node_unschedulable_queueing_hint(old: Any, new: Any, hint: QueueingHint
     case("a pod does not fit another node", "n2", "n1", False),
 ])
 def test_node_name(wanted: str, node_name: str, passes: bool) -> None:
-    status = NodeName({}, FakeHandle()).filter(CycleState(), pod(node_name=wanted), node_info(node_name))
+    plugin, incoming = NodeName({}, FakeHandle()), pod(node_name=wanted)
+    status = plugin.filter(CycleState(), incoming, node_info(node_name))
+    batch = plugin.filter_nodes(CycleState(), incoming, [node_info(node_name), node_info(wanted or "other")])
+    assert list(batch) == ([] if passes else [0]) and all(s.reasons == status.reasons for s in batch.values())
     if passes:
         assert is_success(status)
     else:
@@ -298,6 +304,7 @@ def test_image_locality(images: list[str], node_images: dict[str, tuple[int, int
     plugin, state, incoming = ImageLocality({}, handle), CycleState(), pod(images=images)
     assert plugin.pre_score(state, incoming, handle.snapshot.nodes) is None
     assert plugin.score(state, incoming, target) == (expected, None)
+    assert plugin.score_nodes(state, incoming, handle.snapshot.nodes) == ([expected] + [0] * (total_nodes - 1), None)
 
 
 # --- DefaultBinder -----------------------------------------------------------------------------------------
@@ -333,3 +340,4 @@ def test_default_normalize_score(raw: list[int], reverse: bool, normalized: list
     scores = [NodeScore(f"n{i}", score) for i, score in enumerate(raw)]
     default_normalize_score(scores, reverse=reverse)
     assert [s.score for s in scores] == normalized
+    assert plugins.normalized(raw, reverse=reverse) == normalized

@@ -518,3 +518,4 @@ def test_nominator(case: str, steps: list[tuple[str, str, str, str | None]],
             nominator.delete_nominated_pod_if_exists(p)
     got = {node: [i.name for i in nominator.nominated_pods_for_node(node)] for node in ("n1", "n2", "n3")}
     assert {node: pods for node, pods in got.items() if pods} == expected, case
+    assert nominator.has_nominated_pods() == bool(expected)

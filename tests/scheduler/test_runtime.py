@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from minikube_py.client.clock import FakeClock
+from minikube_py.scheduler import nominator as nominations
 from minikube_py.scheduler.framework.config import ConfigError, Profile
 from minikube_py.scheduler.framework.interface import (
     SUCCESS,
@@ -87,6 +88,60 @@ def test_filters_of_plugins_whose_prefilter_skipped_do_not_run() -> None:
     assert status.is_success() and state.skip_filter_plugins == {"Skipper"}
     assert fw.run_filter_plugins(state, pod(), node("n1")).is_success()
     assert log == ["Other"]
+
+
+def test_a_cycles_node_filter_leaves_out_what_prefilter_skipped() -> None:
+    log: list[str] = []
+    skipper = plugin("Skipper", pre_filter=lambda s, p, n: (None, Status(Code.SKIP)),
+                     filter=calls_of(log, "Skipper", unschedulable("never")))
+    picky = plugin("Picky", pre_filter=lambda s, p, n: (None, None),
+                   filter=lambda s, p, n: unschedulable("too small") if n.name == "n2" else log.append(n.name))
+    fw = framework({"preFilter": [skipper, picky], "filter": [skipper, picky]})
+    state = CycleState()
+    fw.run_pre_filter_plugins(state, pod(), [])
+    first, second = fw.node_filter(state, pod())([node("n1"), node("n2")])
+    assert first is SUCCESS and (second.code, second.reasons, second.plugin) == (
+        Code.UNSCHEDULABLE, ["too small"], "Picky")
+    assert log == ["n1"]
+
+
+def rejects(*names: str, status: Status | None = None) -> Callable[..., Any]:
+    """A Filter hook rejecting the nodes named (as Unschedulable "no <node>", or with `status`)."""
+    return lambda s, p, n: (status or unschedulable(f"no {n.name}")) if n.name in names else None
+
+
+def test_nodes_are_filtered_in_batches_as_one_by_one() -> None:
+    log: list[tuple[str, list[str]]] = []
+
+    def batch_of(name: str, hook: Callable[..., Any]) -> Callable[..., Any]:
+        def filter_nodes(state: CycleState, pod: Any, nodes: list[NodeInfo]) -> dict[int, Status]:
+            log.append((name, [n.name for n in nodes]))
+            return {i: status for i, n in enumerate(nodes) if (status := hook(state, pod, n)) is not None}
+        return filter_nodes
+
+    first = plugin("First", filter=boom, filter_nodes=batch_of("First", rejects("n2")))
+    node_by_node = plugin("NodeByNode", filter=rejects("n3", "n4", status=Status.as_error("disk on fire")))
+    last = plugin("Last", filter=boom, filter_nodes=batch_of("Last", rejects("n2", "n5", "n6")))
+    fw = framework({"filter": [first, node_by_node, last]})
+    nodes = [node(f"n{i}") for i in range(1, 8)]
+    verdicts = fw.node_filter(CycleState(), pod())(nodes)
+    assert [(v.code, v.reasons, v.plugin) for v in verdicts] == [
+        (Code.SUCCESS, [], ""), (Code.UNSCHEDULABLE, ["no n2"], "First"),
+        (Code.ERROR, ['running Filter plugin "NodeByNode": disk on fire'], "NodeByNode"),
+        (Code.ERROR, ['running Filter plugin "NodeByNode": disk on fire'], "NodeByNode"),
+        (Code.UNSCHEDULABLE, ["no n5"], "Last"), (Code.UNSCHEDULABLE, ["no n6"], "Last"), (Code.SUCCESS, [], "")]
+    assert log == [("First", [f"n{i}" for i in range(1, 8)]), ("Last", ["n1", "n5", "n6", "n7"])]
+    one_by_one = framework({"filter": [plugin("First", filter=rejects("n2")), node_by_node,
+                                       plugin("Last", filter=rejects("n2", "n5", "n6"))]})
+    assert [(v.code, v.reasons) for v in verdicts] == [
+        (v.code, v.reasons) for v in (one_by_one.run_filter_plugins(CycleState(), pod(), n) for n in nodes)]
+
+
+def test_a_raising_batch_filter_is_an_error_on_every_node_it_was_given() -> None:
+    fw = framework({"filter": [plugin("Bad", filter=lambda s, p, n: None, filter_nodes=boom)]})
+    verdicts = fw.node_filter(CycleState(), pod())([node("n1"), node("n2")])
+    assert [(v.code, v.plugin) for v in verdicts] == [(Code.ERROR, "Bad")] * 2
+    assert verdicts[0].reasons == ['running Filter plugin "Bad": RuntimeError: boom']
 
 
 def boom(*args: Any) -> Any:
@@ -191,6 +246,53 @@ def test_plugins_whose_prescore_skipped_are_not_scored() -> None:
     assert fw.run_pre_score_plugins(state, pod(), [node("n1")]).is_success()
     scores, _ = fw.run_score_plugins(state, pod(), [node("n1")])
     assert state.skip_score_plugins == {"Skipper"} and scores[0].scores == [("Other", 7)]
+
+
+class ReverseInBatches:
+    """Normalises bare scores (the batch form): the highest becomes 0, none at all 100 each."""
+
+    normalize_score = staticmethod(boom)  # the runtime must use the batch form
+
+    @staticmethod
+    def normalize_scores(state: CycleState, pod: Any, scores: list[int]) -> tuple[list[int], Status | None]:
+        return [100 - 100 * s // max(scores) for s in scores] if max(scores) else [100] * len(scores), None
+
+
+def batch_scorer(name: str, by_node: dict[str, int], normalize: bool = False) -> Any:
+    """A plugin that scores in batches; its node-by-node `score` raises, so it must not be called."""
+    hooks: dict[str, Callable[..., Any]] = {
+        "score": boom, "score_nodes": lambda s, p, nodes: ([by_node[n.name] for n in nodes], None)}
+    if normalize:
+        hooks["score_extensions"] = lambda: ReverseInBatches()
+    return plugin(name, **hooks)
+
+
+def test_plugins_that_score_in_batches_are_called_once_for_all_nodes() -> None:
+    taints = batch_scorer("Taints", {"n1": 0, "n2": 1, "n3": 4}, normalize=True)  # → 100, 75, 0
+    fit = batch_scorer("Fit", {"n1": 10, "n2": 20, "n3": 30})
+    spread = scorer("Spread", {"n1": 10, "n2": 40, "n3": 20}, normalize=True)  # → 25, 100, 50
+    seen: list[tuple[str, str, str, Any]] = []
+    fw = framework({"score": [taints, fit, spread]}, weights={"Taints": 3, "Spread": 2},
+                   recorder=lambda *call: seen.append(call))
+    scores, status = fw.run_score_plugins(CycleState(), pod(), [node("n1"), node("n2"), node("n3")])
+    assert status.is_success()
+    assert [(s.name, s.scores, s.total_score) for s in scores] == [
+        ("n1", [("Taints", 300), ("Fit", 10), ("Spread", 50)], 360),
+        ("n2", [("Taints", 225), ("Fit", 20), ("Spread", 200)], 445),
+        ("n3", [("Taints", 0), ("Fit", 30), ("Spread", 100)], 130)]
+    assert [call for call in seen if call[1] == "Taints"] == [
+        ("Score", "Taints", "n1", 0), ("Score", "Taints", "n2", 1), ("Score", "Taints", "n3", 4),
+        ("NormalizeScore", "Taints", "n1", 100), ("NormalizeScore", "Taints", "n2", 75),
+        ("NormalizeScore", "Taints", "n3", 0),
+        ("WeightedScore", "Taints", "n1", 300), ("WeightedScore", "Taints", "n2", 225),
+        ("WeightedScore", "Taints", "n3", 0)]
+
+
+def test_a_batch_of_scores_that_does_not_match_the_nodes_is_an_error() -> None:
+    short = plugin("Short", score=boom, score_nodes=lambda s, p, nodes: ([7], None))
+    scores, status = framework({"score": [short]}).run_score_plugins(CycleState(), pod(), [node("n1"), node("n2")])
+    assert scores == [] and (status.code, status.plugin) == (Code.ERROR, "Short")
+    assert status.message() == 'running Score plugins: plugin "Short" failed with: returned 1 scores for 2 nodes'
 
 
 @pytest.mark.parametrize(("score_plugin", "message"), [
@@ -368,6 +470,16 @@ def test_filtering_with_nominated_pods(filter_: Callable[..., Any], nominated: l
     status = fw.run_filter_plugins_with_nominated_pods(CycleState(), pod(priority=5, cpu="500m"), info)
     assert (status.code, CountAddPod.added) == (code, added)
     assert info.pods == []  # the snapshot's NodeInfo is never changed
+
+
+def test_a_cycles_node_filter_counts_nominated_pods_once_any_pod_is_nominated() -> None:
+    nominator = nominations.Nominator()
+    fw = framework({"filter": [plugin("Check", filter=cpu_fits)]}, nominator=nominator)
+    incoming = pod(priority=5, cpu="500m")
+    assert fw.node_filter(CycleState(), incoming)([node("n1", cpu="1")])[0].is_success()
+    nominator.add_nominated_pod(PodInfo.of(pod("big", "u-big", 10, "600m")), "n1")
+    on_n1, on_n2 = fw.node_filter(CycleState(), incoming)([node("n1", cpu="1"), node("n2", cpu="1")])
+    assert (on_n1.code, on_n1.reasons) == (Code.UNSCHEDULABLE, ["Insufficient cpu"]) and on_n2.is_success()
 
 
 # --- reserve, permit ----------------------------------------------------------------------------------------

@@ -37,10 +37,16 @@ def node(name: str = "n1", taints: Any = None) -> dict[str, Any]:
 
 
 def run_filter(the_pod: dict[str, Any], taints: Any, *, pre_filter: bool = True) -> Any:
+    """Filter's verdict on a node with `taints`, checked to be the batch form's on an untainted node and it."""
     plugin, state = TaintToleration({}, None), CycleState()  # type: ignore[arg-type]
     if pre_filter:
         assert plugin.pre_filter(state, the_pod, []) == (None, None)
-    return plugin.filter(state, the_pod, NodeInfo(node(taints=taints)))
+    tainted = NodeInfo(node(taints=taints))
+    status = plugin.filter(state, the_pod, tainted)
+    batch = plugin.filter_nodes(state, the_pod, [NodeInfo(node("clean")), tainted])
+    assert {i: (s.code, s.reasons) for i, s in batch.items()} == ({} if status is None else
+                                                                   {1: (status.code, status.reasons)})
+    return status
 
 
 @pytest.mark.parametrize("the_pod, taints, reason", [
@@ -79,7 +85,7 @@ def test_filter_works_without_pre_filter() -> None:
 
 
 def score_nodes(the_pod: dict[str, Any], taint_lists: list[Any]) -> tuple[list[int], list[int]]:
-    """(raw scores, normalized scores) over one node per taint list."""
+    """(raw scores, normalized scores) over one node per taint list, node by node and in one batch."""
     plugin, state = TaintToleration({}, None), CycleState()  # type: ignore[arg-type]
     infos = [NodeInfo(node(f"n{i}", taints)) for i, taints in enumerate(taint_lists)]
     assert plugin.pre_score(state, the_pod, infos) is None
@@ -90,6 +96,8 @@ def score_nodes(the_pod: dict[str, Any], taint_lists: list[Any]) -> tuple[list[i
         scores.append(NodeScore(info.name, score))
     raw = [s.score for s in scores]
     assert plugin.score_extensions().normalize_score(state, the_pod, scores) is None
+    assert plugin.score_nodes(state, the_pod, infos) == (raw, None)  # the batch forms agree with the above
+    assert plugin.score_extensions().normalize_scores(state, the_pod, raw) == ([s.score for s in scores], None)
     return raw, [s.score for s in scores]
 
 

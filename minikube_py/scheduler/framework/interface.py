@@ -19,6 +19,8 @@ Usage rules:
   coroutines because they talk to the apiserver.
 * Never mutate a pod or node dict you are given: they are shared with the informer caches.
 * Score plugins receive the `NodeInfo` (newer kube does the same; 1.32 passes the node's name).
+* Filter and Score plugins may also offer a batch form (`BatchFilterPlugin.filter_nodes`,
+  `BatchScorePlugin.score_nodes`) that the runtime prefers; it must give what the one-node form gives.
 """
 
 from __future__ import annotations
@@ -263,6 +265,15 @@ class FilterPlugin(Plugin, Protocol):
 
 
 @runtime_checkable
+class BatchFilterPlugin(FilterPlugin, Protocol):
+    """A Filter plugin may also check many nodes in one call, which the runtime then prefers: kube checks nodes
+    in parallel, and in Python a call per node and plugin costs more than most checks do."""
+
+    def filter_nodes(self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]) -> dict[int, Status]:
+        """The nodes `filter` rejects, by their index in `nodes`, with its statuses ({} when all pass)."""
+
+
+@runtime_checkable
 class PostFilterPlugin(Plugin, Protocol):
     async def post_filter(self, state: CycleState, pod: Pod,
                           filtered_node_status: Mapping[str, Status]) -> tuple[PostFilterResult | None, Status]:
@@ -287,6 +298,21 @@ class ScorePlugin(Plugin, Protocol):
 
     def score_extensions(self) -> ScoreExtensions | None:
         ...
+
+
+@runtime_checkable
+class BatchScorePlugin(ScorePlugin, Protocol):
+    """A Score plugin may also score all the feasible nodes in one call, which the runtime then prefers: kube
+    scores nodes in parallel, and in Python a call per node and plugin costs more than most scores do. Its
+    score extensions may likewise offer `BatchScoreExtensions.normalize_scores`."""
+
+    def score_nodes(self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]) -> tuple[list[int], Status | None]:
+        """What `score` gives for each of `nodes`, in their order."""
+
+
+class BatchScoreExtensions(ScoreExtensions, Protocol):
+    def normalize_scores(self, state: CycleState, pod: Pod, scores: list[int]) -> tuple[list[int], Status | None]:
+        """What `normalize_score` makes of the nodes' scores, over the bare scores (in the nodes' order)."""
 
 
 @runtime_checkable

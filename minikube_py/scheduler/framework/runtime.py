@@ -2,11 +2,17 @@
 `frameworkImpl`); it is also the `Handle` those plugins are given.
 
 Where it sits: the scheduler builds one `Framework` per `config.Profile`. The scheduling cycle calls
-`run_pre_filter_plugins` → `run_filter_plugins` (per node) → `run_post_filter_plugins` (when nothing fits)
-→ `run_pre_score_plugins` → `run_score_plugins` → `run_reserve_plugins_reserve` →
-`run_permit_plugins`;
+`run_pre_filter_plugins` → `node_filter` (the cycle's `run_filter_plugins_with_nominated_pods`, over runs of
+nodes) → `run_post_filter_plugins` (when nothing fits) → `run_pre_score_plugins` → `run_score_plugins` →
+`run_reserve_plugins_reserve` → `run_permit_plugins`;
 the binding cycle calls `wait_on_permit` → `run_pre_bind_plugins` → `run_bind_plugins` →
 `run_post_bind_plugins`, and `run_reserve_plugins_unreserve` whenever a step after Reserve fails.
+
+Filter and Score run on hundreds of nodes per cycle (kube spreads them over 16 goroutines), so their per-node
+overhead is kept small: the Filter plugins PreFilter skipped are dropped once per cycle, not looked up on every
+node; plugins that can (`interface.BatchFilterPlugin`, `BatchScorePlugin`) check or score many nodes in one
+call, and normalise bare scores; a node's plugin scores are only paired with the plugins' names when someone
+reads `NodePluginScores.scores`. The verdicts and scores are those of running the plugins node by node.
 
 Usage rules:
 * Each plugin is instantiated once per profile (`cls(args, handle)`), even when it serves several points;
@@ -27,9 +33,10 @@ Usage rules:
 from __future__ import annotations
 
 import copy
+import functools
 import logging
+import operator
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from minikube_py.client.clock import Clock, RealClock
@@ -60,13 +67,21 @@ _ALL_EVENTS = [ClusterEventWithHint(ClusterEvent("*", ActionType.ALL))]
 _REJECTING_POINTS = ("preEnqueue", "preFilter", "filter", "reserve", "permit")
 
 
-@dataclass(slots=True)
 class NodePluginScores:
-    """One feasible node's score: each plugin's weighted score, in plugin order, and their sum."""
+    """One feasible node's score: each plugin's weighted score, in plugin order, and their sum. A cycle builds
+    one per feasible node, so the per-plugin scores stay in the cycle's columns (one list per plugin, this node
+    at `index`) until someone asks for them (explain mode, tests)."""
 
-    name: str
-    scores: list[tuple[str, int]]
-    total_score: int = 0
+    __slots__ = ("name", "total_score", "_plugins", "_columns", "_index")
+
+    def __init__(self, name: str, total_score: int, plugins: Sequence[str], columns: Sequence[Sequence[int]],
+                 index: int) -> None:
+        self.name, self.total_score = name, total_score
+        self._plugins, self._columns, self._index = plugins, columns, index
+
+    @property
+    def scores(self) -> list[tuple[str, int]]:
+        return [(plugin, column[self._index]) for plugin, column in zip(self._plugins, self._columns, strict=True)]
 
 
 class Framework:
@@ -82,7 +97,7 @@ class Framework:
         self.informers = informers
         self.event_recorder = event_recorder
         self.clock: Clock = clock or RealClock()
-        self.nominator = nominator  # has nominated_pods_for_node(node_name) -> Sequence[PodInfo]
+        self.nominator = nominator  # has nominated_pods_for_node(node_name), has_nominated_pods()
         self.waiting_pods = waiting_pods if waiting_pods is not None else WaitingPods()
         self.recorder = recorder
         self.plugins: dict[str, Any] = {}
@@ -119,11 +134,12 @@ class Framework:
         self._pre_filter = [(n, p.pre_filter) for n, p in at("preFilter")]
         self._pre_filter_extensions = [(n, ext) for n, p in at("preFilter")
                                        if (ext := _optional_call(p, "pre_filter_extensions")) is not None]
-        self._filter = [(n, p.filter) for n, p in at("filter")]
+        self._filter = [(n, p.filter, getattr(p, "filter_nodes", None)) for n, p in at("filter")]
         self._post_filter = [(n, p.post_filter) for n, p in at("postFilter")]
         self._pre_score = [(n, p.pre_score) for n, p in at("preScore")]
-        self._score = [(n, p.score, getattr(_optional_call(p, "score_extensions"), "normalize_score", None),
-                        self.profile.weights.get(n, 1)) for n, p in at("score")]
+        self._score = [(n, p.score, getattr(p, "score_nodes", None),
+                        _normalizer(_optional_call(p, "score_extensions")), self.profile.weights.get(n, 1))
+                       for n, p in at("score")]
         self._reserve = [(n, p.reserve) for n, p in at("reserve")]
         self._unreserve = [(n, p.unreserve) for n, p in reversed(at("reserve")) if hasattr(p, "unreserve")]
         self._permit = [(n, p.permit) for n, p in at("permit")]
@@ -217,29 +233,81 @@ class Framework:
 
     def run_filter_plugins(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status:
         """Filter in order on one node, stopping at the first plugin that rejects it."""
+        return self._run_filters(self._filters_to_run(state), state, pod, node_info)
+
+    def node_filter(self, state: CycleState, pod: Pod) -> Callable[[Sequence[NodeInfo]], list[Status]]:
+        """For one cycle, a function giving the `run_filter_plugins_with_nominated_pods` verdict of each node of a
+        run of nodes (kube's `checkNode`, which kube runs on 16 nodes at once).
+
+        While no pod is nominated anywhere (nearly always) and no recorder listens, each plugin checks the run's
+        nodes that the plugins before it passed in one call (`BatchFilterPlugin`), and the plugins PreFilter
+        skipped are left out once for the whole cycle; otherwise node after node."""
+        if self.recorder is not None or (self.nominator is not None and self.nominator.has_nominated_pods()):
+            check = functools.partial(self.run_filter_plugins_with_nominated_pods, state, pod)
+            return lambda nodes: [check(node_info) for node_info in nodes]
+        return functools.partial(self._run_filters_on_nodes, self._filters_to_run(state), state, pod)
+
+    def _filters_to_run(self, state: CycleState) -> list[tuple[str, Any, Any]]:
         skip = state.skip_filter_plugins
+        return [entry for entry in self._filter if entry[0] not in skip] if skip else self._filter
+
+    def _run_filters(self, filters: list[tuple[str, Any, Any]], state: CycleState, pod: Pod,
+                     node_info: NodeInfo) -> Status:
         recorder = self.recorder
-        for name, filter_ in self._filter:
-            if skip and name in skip:
-                continue
+        for name, filter_, _ in filters:
             try:
                 status = filter_(state, pod, node_info)
             except Exception as error:
                 status = self._raised("Filter", name, error)
             else:
-                if status is not None and status.code and not status.is_rejected():
-                    status = self._wrapped("Filter", name, status)
+                if status is not None and status.code:
+                    status = self._failure("Filter", name, status)
             if recorder is not None:
                 recorder("Filter", name, node_info.name, status or SUCCESS)
             if status is not None and status.code:
-                return status.with_plugin(name)
+                return status
         return SUCCESS
+
+    def _run_filters_on_nodes(self, filters: list[tuple[str, Any, Any]], state: CycleState, pod: Pod,
+                              nodes: Sequence[NodeInfo]) -> list[Status]:
+        """Each node's verdict as `_run_filters` gives it, got plugin by plugin: each plugin sees the nodes that
+        every plugin before it passed, so a node's verdict is still that of the first plugin rejecting it."""
+        verdicts: list[Status] = [SUCCESS] * len(nodes)
+        passing = list(range(len(nodes)))  # the indices of the nodes no plugin rejected so far
+        for entry in filters:
+            candidates = nodes if len(passing) == len(nodes) else [nodes[i] for i in passing]
+            rejected = self._rejections(entry, state, pod, candidates)
+            if rejected:
+                for index, status in rejected.items():
+                    verdicts[passing[index]] = status
+                passing = [i for index, i in enumerate(passing) if index not in rejected]
+                if not passing:
+                    break
+        return verdicts
+
+    def _rejections(self, entry: tuple[str, Any, Any], state: CycleState, pod: Pod,
+                    nodes: Sequence[NodeInfo]) -> dict[int, Status]:
+        """One Filter plugin's rejections of `nodes`, by index (in one call when the plugin filters in batches)."""
+        name, _, filter_nodes = entry
+        if filter_nodes is None:
+            alone = [entry]
+            return {index: status for index, node_info in enumerate(nodes)
+                    if (status := self._run_filters(alone, state, pod, node_info)).code}
+        try:
+            rejected = filter_nodes(state, pod, nodes)
+        except Exception as error:  # which node it choked on is unknown: an Error for all of them
+            return dict.fromkeys(range(len(nodes)), self._raised("Filter", name, error))
+        return {index: self._failure("Filter", name, status) for index, status in rejected.items()
+                if status is not None and status.code}
 
     def run_filter_plugins_with_nominated_pods(self, state: CycleState, pod: Pod,
                                                node_info: NodeInfo) -> Status:
         """Filter with the node's nominated pods of equal or higher priority counted as running, then (if that
         passed) without them: the pod must fit both ways, since nominated pods may land elsewhere."""
-        state_with, info_with, status = self._add_nominated_pods(state, pod, node_info)
+        nominated = self.nominated_pods_for_node(node_info.name)
+        if not nominated:  # the common case, on every node of every cycle: nothing to add
+            return self.run_filter_plugins(state, pod, node_info)
+        state_with, info_with, status = self._add_nominated_pods(state, pod, node_info, nominated)
         if not status.is_success():
             return status
         if state_with is not None and info_with is not None:
@@ -248,11 +316,8 @@ class Framework:
                 return status
         return self.run_filter_plugins(state, pod, node_info)
 
-    def _add_nominated_pods(self, state: CycleState, pod: Pod, node_info: NodeInfo,
+    def _add_nominated_pods(self, state: CycleState, pod: Pod, node_info: NodeInfo, nominated: Sequence[PodInfo],
                             ) -> tuple[CycleState | None, NodeInfo | None, Status]:
-        nominated = self.nominated_pods_for_node(node_info.name)
-        if not nominated:  # the common case, on every node of every cycle: nothing to add
-            return None, None, SUCCESS
         priority = int((pod.get("spec") or {}).get("priority") or 0)
         uid = (pod.get("metadata") or {}).get("uid", "")
         state_out: CycleState | None = None
@@ -335,47 +400,63 @@ class Framework:
         """Score every node with every plugin, normalise, weigh and sum; an Error status when any fails."""
         skip = state.skip_score_plugins
         plugins = [entry for entry in self._score if entry[0] not in skip] if skip else self._score
-        totals = [NodePluginScores(node.name, []) for node in nodes]
         recorder = self.recorder
-        for name, score, normalize, weight in plugins:
-            scores, status = self._plugin_scores(name, score, normalize, state, pod, nodes)
+        names: list[str] = []
+        columns: list[list[int]] = []  # per plugin, its weighted score of each node
+        totals = [0] * len(nodes)
+        for name, score, score_nodes, normalize, weight in plugins:
+            scores, status = self._plugin_scores(name, score, score_nodes, normalize, state, pod, nodes)
             if status is not None:
                 return [], status
-            for total, node_score in zip(totals, scores, strict=True):
-                weighted = node_score.score * weight
-                total.scores.append((name, weighted))
-                total.total_score += weighted
-                if recorder is not None:
-                    recorder("WeightedScore", name, total.name, weighted)
-        return totals, SUCCESS
+            weighted = scores if weight == 1 else [value * weight for value in scores]
+            if recorder is not None:
+                for node, value in zip(nodes, weighted, strict=True):
+                    recorder("WeightedScore", name, node.name, value)
+            names.append(name)
+            columns.append(weighted)
+            totals = list(map(operator.add, totals, weighted))
+        return [NodePluginScores(node.name, total, names, columns, index)
+                for index, (node, total) in enumerate(zip(nodes, totals, strict=True))], SUCCESS
 
-    def _plugin_scores(self, name: str, score: Any, normalize: Any, state: CycleState, pod: Pod,
-                       nodes: Sequence[NodeInfo]) -> tuple[list[NodeScore], Status | None]:
-        """One plugin's scores for all nodes, normalised and checked to lie in [0, 100]."""
+    def _plugin_scores(self, name: str, score: Any, score_nodes: Any, normalize: Any, state: CycleState, pod: Pod,
+                       nodes: Sequence[NodeInfo]) -> tuple[list[int], Status | None]:
+        """One plugin's scores for all nodes (in one call when it scores in batches), normalised and checked to
+        lie in [0, 100]."""
         recorder = self.recorder
         try:
-            scores = []
-            for node in nodes:
-                value, status = score(state, pod, node)
+            if score_nodes is not None:
+                scores, status = score_nodes(state, pod, nodes)
                 if status is not None and status.code:
                     return [], _score_error("running Score plugins", name, status.message())
-                scores.append(NodeScore(node.name, value))
+            else:
+                scores = []
+                for node in nodes:
+                    value, status = score(state, pod, node)
+                    if status is not None and status.code:
+                        return [], _score_error("running Score plugins", name, status.message())
+                    scores.append(value)
+            if len(scores) != len(nodes):
+                return [], _score_error("running Score plugins", name,
+                                        f"returned {len(scores)} scores for {len(nodes)} nodes")
             if recorder is not None:
-                for node_score in scores:
-                    recorder("Score", name, node_score.name, node_score.score)
+                for node, value in zip(nodes, scores, strict=True):
+                    recorder("Score", name, node.name, value)
             if normalize is not None:
-                status = normalize(state, pod, scores)
+                scores, status = normalize(state, pod, nodes, scores)
                 if status is not None and status.code:
                     return [], _score_error("running Normalize on Score plugins", name, status.message())
+                if len(scores) != len(nodes):
+                    return [], _score_error("running Normalize on Score plugins", name,
+                                            f"returned {len(scores)} scores for {len(nodes)} nodes")
                 if recorder is not None:
-                    for node_score in scores:
-                        recorder("NormalizeScore", name, node_score.name, node_score.score)
-            for node_score in scores:
-                if not MIN_NODE_SCORE <= node_score.score <= MAX_NODE_SCORE:
-                    return [], _score_error(
-                        "applying score defaultWeights on Score plugins", name,
-                        f"returns an invalid score {node_score.score}, it should in the range of "
-                        f"[{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] after normalizing", prefix="")
+                    for node, value in zip(nodes, scores, strict=True):
+                        recorder("NormalizeScore", name, node.name, value)
+            if scores and not MIN_NODE_SCORE <= min(scores) <= max(scores) <= MAX_NODE_SCORE:
+                invalid = next(value for value in scores if not MIN_NODE_SCORE <= value <= MAX_NODE_SCORE)
+                return [], _score_error(
+                    "applying score defaultWeights on Score plugins", name,
+                    f"returns an invalid score {invalid}, it should in the range of "
+                    f"[{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] after normalizing", prefix="")
         except Exception as error:
             return [], self._raised("Score", name, error)
         return scores, None
@@ -511,6 +592,28 @@ class Framework:
 def _optional_call(plugin: Any, method: str) -> Any:
     hook = getattr(plugin, method, None)
     return hook() if hook is not None else None
+
+
+Normalizer = Callable[[CycleState, Pod, Sequence[NodeInfo], list[int]], tuple[list[int], Status | None]]
+
+
+def _normalizer(extensions: Any) -> Normalizer | None:
+    """A plugin's NormalizeScore over bare scores in the nodes' order: its batch form when it has one, else its
+    `normalize_score` on NodeScores made for the purpose; None when it does not normalise."""
+    batch = getattr(extensions, "normalize_scores", None)
+    if batch is not None:
+        return lambda state, pod, nodes, scores: batch(state, pod, scores)
+    normalize = getattr(extensions, "normalize_score", None)
+    if normalize is None:
+        return None
+
+    def on_node_scores(state: CycleState, pod: Pod, nodes: Sequence[NodeInfo],
+                       scores: list[int]) -> tuple[list[int], Status | None]:
+        node_scores = [NodeScore(node.name, value) for node, value in zip(nodes, scores, strict=True)]
+        status = normalize(state, pod, node_scores)
+        return [node_score.score for node_score in node_scores], status
+
+    return on_node_scores
 
 
 def _no_node_satisfies(plugins: list[str]) -> Status:

@@ -153,10 +153,11 @@ class PodInfo:
         pod_affinity = affinity.get("podAffinity") or {}
         anti_affinity = affinity.get("podAntiAffinity") or {}
         namespace = metadata.get("namespace", "")
+        requests = Resource.from_list(pod_requests(pod))
         return cls(
             pod=pod, namespace=namespace, name=metadata.get("name", ""), uid=metadata.get("uid", ""),
             labels=metadata.get("labels") or {}, priority=int(spec.get("priority") or 0),
-            requests=Resource.from_list(pod_requests(pod)), non_zero_requests=_non_zero_requests(pod),
+            requests=requests, non_zero_requests=_non_zero_requests(spec, requests),
             host_ports=_host_ports(spec),
             required_affinity_terms=_terms(pod_affinity, namespace, errors),
             required_anti_affinity_terms=_terms(anti_affinity, namespace, errors),
@@ -186,17 +187,14 @@ def pod_info_for(state: CycleState, pod: Pod) -> PodInfo:
     return info if info is not None and info.pod is pod else PodInfo.of(pod)
 
 
-def _non_zero_requests(pod: Pod) -> Resource:
-    """The pod's requests, counting a container that requests no CPU or memory as 100m / 200Mi (for scoring)."""
-    spec = pod.get("spec") or {}
-    total = Resource.from_list(pod_requests(pod))
-    cpu_defaults = memory_defaults = 0
+def _non_zero_requests(spec: Mapping[str, Any], requests: Resource) -> Resource:
+    """The pod's `requests`, counting a container that requests no CPU or memory as 100m / 200Mi (for scoring)."""
+    total = requests.clone()
     for container in spec.get("containers") or []:
-        requests = ((container.get("resources") or {}).get("requests") or {}) if isinstance(container, dict) else {}
-        cpu_defaults += 0 if parse_list(requests).get(CPU) else DEFAULT_MILLI_CPU_REQUEST
-        memory_defaults += 0 if parse_list(requests).get(MEMORY) else DEFAULT_MEMORY_REQUEST
-    total.milli_cpu += cpu_defaults
-    total.memory += memory_defaults
+        raw = ((container.get("resources") or {}).get("requests") or {}) if isinstance(container, dict) else {}
+        amounts = parse_list(raw)
+        total.milli_cpu += 0 if amounts.get(CPU) else DEFAULT_MILLI_CPU_REQUEST
+        total.memory += 0 if amounts.get(MEMORY) else DEFAULT_MEMORY_REQUEST
     return total
 
 
@@ -264,12 +262,17 @@ class ImageStateSummary:
 class NodeInfo:
     """A node and the pods placed on it (bound or assumed), with running totals."""
 
-    __slots__ = ("node", "name", "pods", "pods_with_affinity", "pods_with_required_anti_affinity", "used_ports",
-                 "requested", "non_zero_requested", "allocatable", "image_states", "generation", "node_error")
+    __slots__ = ("node", "name", "labels", "taints", "unschedulable", "pods", "pods_with_affinity",
+                 "pods_with_required_anti_affinity", "used_ports", "requested", "non_zero_requested", "allocatable",
+                 "image_states", "generation", "node_error")
 
     def __init__(self, node: dict[str, Any] | None = None) -> None:
         self.node: dict[str, Any] | None = None
         self.name = ""
+        # read off the node once (set_node), as Filter and Score look at them on every node of every cycle
+        self.labels: dict[str, str] = {}
+        self.taints: Any = None  # spec.taints as the node has it (TaintToleration parses and checks it)
+        self.unschedulable = False
         self.pods: list[PodInfo] = []
         self.pods_with_affinity: list[PodInfo] = []
         self.pods_with_required_anti_affinity: list[PodInfo] = []
@@ -285,26 +288,17 @@ class NodeInfo:
 
     def set_node(self, node: dict[str, Any]) -> None:
         self.node = node
-        self.name = (node.get("metadata") or {}).get("name", "")
+        metadata, spec = node.get("metadata") or {}, node.get("spec") or {}
+        self.name = metadata.get("name", "")
+        self.labels = metadata.get("labels") or {}
+        self.taints = spec.get("taints")
+        self.unschedulable = bool(spec.get("unschedulable"))
         status = node.get("status") or {}
         allocatable = status.get("allocatable") or {}
         parsed = parse_list(allocatable if isinstance(allocatable, dict) else None)
         bad = sorted(set(allocatable) - set(parsed)) if isinstance(allocatable, dict) else ["allocatable"]
         self.node_error = f"node {self.name} has malformed allocatable {', '.join(bad)}" if bad else ""
         self.allocatable = Resource.from_list(parsed)
-
-    @property
-    def labels(self) -> dict[str, str]:
-        return ((self.node or {}).get("metadata") or {}).get("labels") or {}
-
-    @property
-    def taints(self) -> list[dict[str, Any]]:
-        taints = ((self.node or {}).get("spec") or {}).get("taints") or []
-        return [t for t in taints if isinstance(t, dict)]
-
-    @property
-    def unschedulable(self) -> bool:
-        return bool(((self.node or {}).get("spec") or {}).get("unschedulable"))
 
     def add_pod(self, pod_info: PodInfo) -> None:
         self.pods.append(pod_info)
@@ -336,6 +330,7 @@ class NodeInfo:
     def clone(self) -> NodeInfo:
         copy = NodeInfo()
         copy.node, copy.name, copy.node_error = self.node, self.name, self.node_error
+        copy.labels, copy.taints, copy.unschedulable = self.labels, self.taints, self.unschedulable
         copy.pods = list(self.pods)
         copy.pods_with_affinity = list(self.pods_with_affinity)
         copy.pods_with_required_anti_affinity = list(self.pods_with_required_anti_affinity)

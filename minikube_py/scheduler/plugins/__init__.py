@@ -19,11 +19,13 @@
 
 Each plugin is a class with a `name`, built as `Plugin(args, handle)` from its `pluginConfig` args, that
 implements the Protocols of `framework/interface.py` for the extension points it serves. This package holds
-the helpers several of them share: `default_normalize_score` and the `is_own_pod_update` queueing hint.
+the helpers several of them share: `default_normalize_score` (and `normalized`, its batch form) and the
+`is_own_pod_update` queueing hint.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from minikube_py.scheduler.framework.interface import MAX_NODE_SCORE, Pod, QueueingHint
@@ -33,15 +35,18 @@ from minikube_py.scheduler.framework.types import NodeScore
 def default_normalize_score(scores: list[NodeScore], reverse: bool = False, max_priority: int = MAX_NODE_SCORE) -> None:
     """Scale raw scores in place so the highest becomes `max_priority` (kube's `DefaultNormalizeScore`);
     `reverse` turns a count of bad things into a score (the node with the most gets 0)."""
-    highest = max((s.score for s in scores), default=0)
+    for node_score, value in zip(scores, normalized([s.score for s in scores], reverse, max_priority), strict=True):
+        node_score.score = value
+
+
+def normalized(scores: Sequence[int], reverse: bool = False, max_priority: int = MAX_NODE_SCORE) -> list[int]:
+    """`default_normalize_score` over bare scores (for plugins that normalise in batches)."""
+    highest = max(scores, default=0)
     if highest <= 0:
-        if reverse:
-            for node_score in scores:
-                node_score.score = max_priority
-        return
-    for node_score in scores:
-        scaled = max_priority * node_score.score // highest
-        node_score.score = max_priority - scaled if reverse else scaled
+        return [max_priority] * len(scores) if reverse else list(scores)
+    if reverse:
+        return [max_priority - max_priority * score // highest for score in scores]
+    return [max_priority * score // highest for score in scores]
 
 
 def is_own_pod_update(pod: Pod, old: Any, new: Any) -> QueueingHint:

@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from minikube_py.scheduler.framework.interface import MAX_NODE_SCORE, Code, CycleState, Handle, Pod, Status
-from minikube_py.scheduler.framework.types import NodeInfo
+from minikube_py.scheduler.framework.types import ImageStateSummary, NodeInfo
 
 MB = 1024 * 1024
 MIN_THRESHOLD = 23 * MB
@@ -34,6 +34,16 @@ def _images(pod: Pod) -> tuple[tuple[str, ...], int]:
                   if isinstance(c, dict)]
     names = tuple(normalized_image_name(c["image"]) for c in containers if isinstance(c.get("image"), str))
     return names, len(containers)
+
+
+def _sum_image_scores(image_states: Mapping[str, ImageStateSummary], images: Sequence[str], total_nodes: int) -> int:
+    """The sizes of the images the node has, each scaled by the share of nodes that have it."""
+    total = 0
+    for image in images:
+        state_summary = image_states.get(image)
+        if state_summary is not None:
+            total += int(state_summary.size * (state_summary.num_nodes / total_nodes))
+    return total
 
 
 def calculate_priority(sum_scores: int, num_containers: int) -> int:
@@ -57,20 +67,21 @@ class ImageLocality:
         return None
 
     def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> tuple[int, Status | None]:
+        scores, status = self.score_nodes(state, pod, [node_info])
+        return scores[0], status
+
+    def score_nodes(self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]) -> tuple[list[int], Status | None]:
+        """Per node, 0 when it has no images at all (nodes without a kubelet), else the bytes of the pod's images
+        it has, spread-scaled, as a score."""
         try:
             images, num_containers, total_nodes = state.read(_PRE_SCORE_KEY)
         except KeyError:  # PreScore disabled in this profile
             images, num_containers = _images(pod)
             total_nodes = len(self.handle.snapshot.list())
-        image_states = node_info.image_states
-        if not image_states or not total_nodes:
-            return 0, None
-        total = 0
-        for image in images:
-            state_summary = image_states.get(image)
-            if state_summary is not None:
-                total += int(state_summary.size * (state_summary.num_nodes / total_nodes))
-        return calculate_priority(total, num_containers), None
+        if not total_nodes:
+            return [0] * len(nodes), None
+        return [calculate_priority(_sum_image_scores(image_states, images, total_nodes), num_containers)
+                if (image_states := node_info.image_states) else 0 for node_info in nodes], None
 
     def score_extensions(self) -> None:
         return None

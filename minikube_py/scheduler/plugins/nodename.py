@@ -7,7 +7,7 @@ autoscaler) that feed pods with `spec.nodeName` already set.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from minikube_py.scheduler.framework.interface import (
@@ -36,6 +36,12 @@ class NodeName:
         if not wanted or wanted == node_info.name:
             return None
         return Status.unschedulable(ERR_REASON, resolvable=False)
+
+    def filter_nodes(self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]) -> dict[int, Status]:
+        if not (pod.get("spec") or {}).get("nodeName"):  # the usual pod: every node will do
+            return {}
+        return {index: status for index, node_info in enumerate(nodes)
+                if (status := self.filter(state, pod, node_info)) is not None}
 
     def events_to_register(self) -> list[ClusterEventWithHint]:
         return [ClusterEventWithHint(ClusterEvent("Node", ActionType.ADD), _is_schedulable_after_node_add)]

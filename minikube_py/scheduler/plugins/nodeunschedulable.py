@@ -7,7 +7,7 @@ updates in kube's event vocabulary, hence the UpdateNodeTaint registration.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from minikube_py.api.taints import (
@@ -41,12 +41,15 @@ class NodeUnschedulable:
         self.handle = handle
 
     def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
-        spec = (node_info.node or {}).get("spec")
-        if not spec or not spec.get("unschedulable"):
+        if not node_info.unschedulable:
             return None
         if tolerations_tolerate_taint(pod_tolerations(pod), _UNSCHEDULABLE_TAINT):
             return None
         return Status.unschedulable(ERR_REASON_UNSCHEDULABLE, resolvable=False)
+
+    def filter_nodes(self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]) -> dict[int, Status]:
+        return {index: status for index, node_info in enumerate(nodes)
+                if node_info.unschedulable and (status := self.filter(state, pod, node_info)) is not None}
 
     def events_to_register(self) -> list[ClusterEventWithHint]:
         return [

@@ -7,10 +7,10 @@ UnschedulableAndUnresolvable. Score counts the node's PreferNoSchedule taints th
 NormalizeScore turns the counts around so the node with the most gets 0 and nodes with none get 100.
 
 Hot path: the pod's tolerations are parsed once per cycle (PreFilter, PreScore) into the CycleState; per node
-the plugin reads the node's raw taint list and returns at once when it is empty, the common case. A tainted
-node's list is parsed once and remembered by identity (the informer replaces a node's dict when it changes,
-so a list object never changes meaning). A node whose taints are malformed is set aside with the reason,
-never raised on.
+the plugin reads the node's raw taint list (`NodeInfo.taints`) and returns at once when it is empty, the
+common case; Filter and Score take the cycle's nodes in one call. A tainted node's list is parsed once and
+remembered by identity (the informer replaces a node's dict when it changes, so a list object never changes
+meaning). A node whose taints are malformed is set aside with the reason, never raised on.
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ from minikube_py.scheduler.framework.interface import (
     Status,
 )
 from minikube_py.scheduler.framework.types import NodeInfo, NodeScore
-from minikube_py.scheduler.plugins import default_normalize_score, is_own_pod_update
+from minikube_py.scheduler.plugins import default_normalize_score, is_own_pod_update, normalized
 
 _PRE_FILTER_KEY = "PreFilterTaintToleration"
 _PRE_SCORE_KEY = "PreScoreTaintToleration"
@@ -49,6 +49,7 @@ _PARSED_LIMIT = 20_000  # taint lists remembered before starting over (old lists
 
 
 def _raw_taints(node: Mapping[str, Any] | None) -> Any:
+    """`spec.taints` of a node object (the queueing hint's; Filter and Score read `NodeInfo.taints`)."""
     spec = (node or {}).get("spec")
     return spec.get("taints") if spec else None
 
@@ -81,7 +82,7 @@ class TaintToleration:
         return None
 
     def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
-        raw = _raw_taints(node_info.node)
+        raw = node_info.taints
         if not raw:
             return None
         try:
@@ -95,6 +96,10 @@ class TaintToleration:
         if taint is None:
             return None
         return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, [f"node(s) had untolerated taint {taint}"])
+
+    def filter_nodes(self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]) -> dict[int, Status]:
+        return {index: status for index, node_info in enumerate(nodes)
+                if node_info.taints and (status := self.filter(state, pod, node_info)) is not None}
 
     def events_to_register(self) -> list[ClusterEventWithHint]:
         return [
@@ -122,16 +127,21 @@ class TaintToleration:
         return None
 
     def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> tuple[int, Status | None]:
-        raw = _raw_taints(node_info.node)
-        if not raw:
-            return 0, None
+        scores, status = self.score_nodes(state, pod, [node_info])
+        return scores[0], status
+
+    def score_nodes(self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]) -> tuple[list[int], Status | None]:
+        """Per node, how many of its PreferNoSchedule taints the pod does not tolerate."""
         try:
             tolerations = state.read(_PRE_SCORE_KEY)
         except KeyError:
             tolerations = _prefer_no_schedule_tolerations(pod)
-        taints = self._taints(raw)[0]
-        return sum(1 for taint in taints if taint.effect == PREFER_NO_SCHEDULE
-                   and not tolerations_tolerate_taint(tolerations, taint)), None
+        return [self._untolerated_preferences(raw, tolerations) if (raw := node_info.taints) else 0
+                for node_info in nodes], None
+
+    def _untolerated_preferences(self, raw: Any, tolerations: Sequence[Toleration]) -> int:
+        return sum(1 for taint in self._taints(raw)[0] if taint.effect == PREFER_NO_SCHEDULE
+                   and not tolerations_tolerate_taint(tolerations, taint))
 
     def score_extensions(self) -> TaintToleration:
         return self
@@ -139,6 +149,9 @@ class TaintToleration:
     def normalize_score(self, state: CycleState, pod: Pod, scores: list[NodeScore]) -> Status | None:
         default_normalize_score(scores, reverse=True)
         return None
+
+    def normalize_scores(self, state: CycleState, pod: Pod, scores: list[int]) -> tuple[list[int], Status | None]:
+        return normalized(scores, reverse=True), None
 
 
 def _prefer_no_schedule_tolerations(pod: Pod) -> tuple[Toleration, ...]:

@@ -17,7 +17,7 @@ from typing import Any
 from minikube_py.api.quantity import pod_requests
 from minikube_py.scheduler.framework.interface import CycleState, Handle, PluginArgsError, Pod, Status
 from minikube_py.scheduler.framework.types import NodeInfo, Resource, pod_info_for
-from minikube_py.scheduler.plugins.noderesources import node_vectors, parse_resource_specs, request_vector
+from minikube_py.scheduler.plugins.noderesources import parse_resource_specs, request_vector, score_nodes
 from minikube_py.scheduler.plugins.noderesources.scoring import balanced_allocation
 
 NAME = "NodeResourcesBalancedAllocation"
@@ -48,12 +48,15 @@ class BalancedAllocation:
         return None
 
     def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> tuple[int, Status | None]:
+        scores, status = self.score_nodes(state, pod, [node_info])
+        return scores[0], status
+
+    def score_nodes(self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]) -> tuple[list[int], Status | None]:
         try:
             requests = state.read(_PRE_SCORE_KEY)
         except KeyError:  # PreScore disabled in this profile
             requests = self._pod_requests(pod)
-        requested, allocatable = node_vectors(node_info, self.resources, requests, use_requested=True)
-        return balanced_allocation(requested, allocatable), None
+        return score_nodes(nodes, self.resources, requests, True, balanced_allocation), None
 
     def score_extensions(self) -> None:
         return None

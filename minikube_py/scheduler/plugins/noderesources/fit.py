@@ -40,9 +40,9 @@ from minikube_py.scheduler.framework.interface import (
 from minikube_py.scheduler.framework.types import NodeInfo, Resource, pod_info_for
 from minikube_py.scheduler.plugins.noderesources import (
     ResourceSpec,
-    node_vectors,
     parse_resource_specs,
     request_vector,
+    score_nodes,
     scoring,
 )
 
@@ -63,10 +63,6 @@ class PodRequest:
     ephemeral_storage: int
     scalar_resources: tuple[tuple[str, int], ...]
 
-    @property
-    def empty(self) -> bool:
-        return not (self.milli_cpu or self.memory or self.ephemeral_storage or self.scalar_resources)
-
 
 @dataclass(frozen=True, slots=True)
 class InsufficientResource:
@@ -83,31 +79,44 @@ def _is_extended(name: str) -> bool:
     return "/" in name and "kubernetes.io/" not in name and not name.startswith("requests.")
 
 
-def _check(name: str, requested: int, used: int, capacity: int, out: list[InsufficientResource]) -> None:
-    if requested > capacity - used:
-        out.append(InsufficientResource(name, f"Insufficient {name}", requested, used, capacity, requested > capacity))
+def _insufficient(name: str, requested: int, used: int, capacity: int) -> InsufficientResource:
+    return InsufficientResource(name, f"Insufficient {name}", requested, used, capacity, requested > capacity)
 
 
 def fits_request(request: PodRequest, node_info: NodeInfo) -> list[InsufficientResource]:
-    """Every resource the node lacks for the pod (kube's `fitsRequest`); [] when it fits."""
+    """Every resource the node lacks for the pod (kube's `fitsRequest`: a resource the pod does not ask for is
+    never lacking); [] when it fits. Written out flat: Filter asks this of nearly every node of every cycle."""
     insufficient: list[InsufficientResource] = []
     allocatable, requested = node_info.allocatable, node_info.requested
     if len(node_info.pods) + 1 > allocatable.allowed_pod_number:
         insufficient.append(InsufficientResource("pods", "Too many pods", 1, len(node_info.pods),
                                                  allocatable.allowed_pod_number, False))
-    if request.empty:
-        return insufficient
-    if request.milli_cpu:
-        _check("cpu", request.milli_cpu, requested.milli_cpu, allocatable.milli_cpu, insufficient)
-    if request.memory:
-        _check("memory", request.memory, requested.memory, allocatable.memory, insufficient)
-    if request.ephemeral_storage:
-        _check("ephemeral-storage", request.ephemeral_storage, requested.ephemeral_storage,
-               allocatable.ephemeral_storage, insufficient)
+    cpu, memory, ephemeral_storage = request.milli_cpu, request.memory, request.ephemeral_storage
+    if cpu and cpu > allocatable.milli_cpu - requested.milli_cpu:
+        insufficient.append(_insufficient("cpu", cpu, requested.milli_cpu, allocatable.milli_cpu))
+    if memory and memory > allocatable.memory - requested.memory:
+        insufficient.append(_insufficient("memory", memory, requested.memory, allocatable.memory))
+    if ephemeral_storage and ephemeral_storage > allocatable.ephemeral_storage - requested.ephemeral_storage:
+        insufficient.append(_insufficient("ephemeral-storage", ephemeral_storage, requested.ephemeral_storage,
+                                          allocatable.ephemeral_storage))
     for name, amount in request.scalar_resources:
-        _check(name, amount, requested.scalar_resources.get(name, 0), allocatable.scalar_resources.get(name, 0),
-               insufficient)
+        used, capacity = requested.scalar_resources.get(name, 0), allocatable.scalar_resources.get(name, 0)
+        if amount > capacity - used:
+            insufficient.append(_insufficient(name, amount, used, capacity))
     return insufficient
+
+
+def _verdict(request: PodRequest, node_info: NodeInfo) -> Status | None:
+    """Filter's verdict: None when the node has room, else kube's reasons (Unresolvable when the pod asks for
+    more than the node's whole allocatable, or the node's allocatable could not be read)."""
+    if node_info.node_error:
+        return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, [node_info.node_error])
+    insufficient = fits_request(request, node_info)
+    if not insufficient:
+        return None
+    unresolvable = any(r.unresolvable for r in insufficient)
+    code = Code.UNSCHEDULABLE_AND_UNRESOLVABLE if unresolvable else Code.UNSCHEDULABLE
+    return Status(code, [r.reason for r in insufficient])
 
 
 class Fit:
@@ -141,18 +150,20 @@ class Fit:
         return None
 
     def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
-        if node_info.node_error:
-            return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, [node_info.node_error])
+        return _verdict(self._filter_request(state, pod), node_info)
+
+    def filter_nodes(self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]) -> dict[int, Status]:
+        request = self._filter_request(state, pod)
+        return {index: status for index, node_info in enumerate(nodes)
+                if (node_info.node_error or fits_request(request, node_info))
+                and (status := _verdict(request, node_info)) is not None}
+
+    def _filter_request(self, state: CycleState, pod: Pod) -> PodRequest:
         try:
-            request = state.read(_PRE_FILTER_KEY)
+            request: PodRequest = state.read(_PRE_FILTER_KEY)
         except KeyError:  # PreFilter disabled in this profile
             request = self.pod_request(pod)
-        insufficient = fits_request(request, node_info)
-        if not insufficient:
-            return None
-        unresolvable = any(r.unresolvable for r in insufficient)
-        code = Code.UNSCHEDULABLE_AND_UNRESOLVABLE if unresolvable else Code.UNSCHEDULABLE
-        return Status(code, [r.reason for r in insufficient])
+        return request
 
     def events_to_register(self) -> list[ClusterEventWithHint]:
         return [
@@ -179,12 +190,15 @@ class Fit:
         return None
 
     def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> tuple[int, Status | None]:
+        scores, status = self.score_nodes(state, pod, [node_info])
+        return scores[0], status
+
+    def score_nodes(self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]) -> tuple[list[int], Status | None]:
         try:
             pod_requests_vector = state.read(_PRE_SCORE_KEY)
         except KeyError:
             pod_requests_vector = request_vector(pod_info_for(state, pod).non_zero_requests, self.resources)
-        requested, allocatable = node_vectors(node_info, self.resources, pod_requests_vector, use_requested=False)
-        return self.scorer(requested, allocatable), None
+        return score_nodes(nodes, self.resources, pod_requests_vector, False, self.scorer), None
 
     def score_extensions(self) -> None:
         return None
