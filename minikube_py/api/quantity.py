@@ -46,28 +46,32 @@ def _max_into(total: ResourceList, other: Mapping[str, Fraction]) -> None:
             total[name] = amount
 
 
-def _container_list(container: Mapping[str, Any], which: str) -> ResourceList:
+def _container_list(container: Mapping[str, Any], which: str,
+                    missing: Mapping[str, Fraction] | None = None) -> ResourceList:
     resources = container.get("resources") if isinstance(container.get("resources"), dict) else {}
     value = resources.get(which)
-    return parse_list(value if isinstance(value, dict) else None)
+    amounts = parse_list(value if isinstance(value, dict) else None)
+    for name, amount in (missing or {}).items():
+        amounts.setdefault(name, amount)
+    return amounts
 
 
 def _containers(spec: Mapping[str, Any], key: str) -> list[dict[str, Any]]:
     return [c for c in spec.get(key) or [] if isinstance(c, dict)]
 
 
-def _pod_total(pod: Mapping[str, Any], which: str) -> ResourceList:
+def _pod_total(pod: Mapping[str, Any], which: str, missing: Mapping[str, Fraction] | None = None) -> ResourceList:
     """Regular containers run together (sum); each classic init container runs alone, next to the sidecars
     started before it (max); sidecars (init containers with restartPolicy Always) run with everything; the
     pod's overhead comes on top."""
     spec = pod.get("spec") if isinstance(pod.get("spec"), dict) else {}
     total: ResourceList = {}
     for container in _containers(spec, "containers"):
-        total = add(total, _container_list(container, which))
+        total = add(total, _container_list(container, which, missing))
     sidecars: ResourceList = {}
     peak: ResourceList = {}
     for container in _containers(spec, "initContainers"):
-        own = _container_list(container, which)
+        own = _container_list(container, which, missing)
         if container.get("restartPolicy") == "Always":
             sidecars = add(sidecars, own)
             _max_into(peak, sidecars)
@@ -79,9 +83,11 @@ def _pod_total(pod: Mapping[str, Any], which: str) -> ResourceList:
     return add(total, parse_list(overhead if isinstance(overhead, dict) else None))
 
 
-def pod_requests(pod: Mapping[str, Any]) -> ResourceList:
-    """What the pod asks for while it runs (kube's `resourcehelper.PodRequests`)."""
-    return _pod_total(pod, "requests")
+def pod_requests(pod: Mapping[str, Any], missing: Mapping[str, Fraction] | None = None) -> ResourceList:
+    """What the pod asks for while it runs (kube's `resourcehelper.PodRequests`). With `missing`, a container
+    that does not request one of its resources counts as requesting the amount given there (kube's
+    `NonMissingContainerRequests`: the scheduler's non-zero requests)."""
+    return _pod_total(pod, "requests", missing)
 
 
 def pod_limits(pod: Mapping[str, Any]) -> ResourceList:

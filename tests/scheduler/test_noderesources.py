@@ -347,3 +347,24 @@ def test_fit_events_and_queueing_hints() -> None:
     assert node_event.hint(waiting, node(cpu="1"), node(cpu="4")) is QueueingHint.QUEUE, "cpu grew"
     assert node_event.hint(waiting, node(cpu="4"), node(cpu="4", memory="16Gi")) is QueueingHint.SKIP, "memory grew"
     assert node_event.hint(waiting, None, node(cpu="lots")) is QueueingHint.SKIP, "malformed allocatable"
+
+
+def _containers(*requests: dict[str, str] | None, init: tuple[dict[str, str] | None, ...] = ()) -> dict[str, Any]:
+    def container(name: str, wanted: dict[str, str] | None) -> dict[str, Any]:
+        return {"name": name, "image": "x", **({"resources": {"requests": wanted}} if wanted is not None else {})}
+
+    return {"metadata": {"name": "p", "namespace": "default"},
+            "spec": {"containers": [container(f"c{i}", r) for i, r in enumerate(requests)],
+                     "initContainers": [container(f"i{i}", r) for i, r in enumerate(init)]}}
+
+
+@pytest.mark.parametrize("pod, cpu, memory", [
+    (_containers(None), 100, 200 * 1024 * 1024),  # nothing requested: kube's 100m and 200Mi
+    (_containers({"cpu": "0"}), 0, 200 * 1024 * 1024),  # an explicit 0 is a request, kept
+    (_containers({"cpu": "50m", "memory": "1Mi"}, None), 150, 201 * 1024 * 1024),  # per container
+    (_containers({"cpu": "50m", "memory": "1Mi"}, init=(None,)), 100, 200 * 1024 * 1024),  # init containers too
+])
+def test_non_zero_requests_count_what_containers_leave_unset_as_kube_s_defaults(pod: dict[str, Any], cpu: int,
+                                                                                 memory: int) -> None:
+    wanted = PodInfo.of(pod).non_zero_requests
+    assert (wanted.milli_cpu, wanted.memory) == (cpu, memory)

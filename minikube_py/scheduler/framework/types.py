@@ -25,6 +25,8 @@ from minikube_py.scheduler.framework.interface import CycleState, Pod, Status
 CPU, MEMORY, EPHEMERAL_STORAGE, PODS = "cpu", "memory", "ephemeral-storage", "pods"
 DEFAULT_MILLI_CPU_REQUEST = 100  # what a container without requests counts as when scoring (kube's non-zero)
 DEFAULT_MEMORY_REQUEST = 200 * 1024 * 1024
+# a container that does not request CPU or memory at all (an explicit 0 is kept) counts as requesting these
+NON_ZERO_DEFAULTS = {CPU: Fraction(DEFAULT_MILLI_CPU_REQUEST, 1000), MEMORY: Fraction(DEFAULT_MEMORY_REQUEST)}
 DEFAULT_SCHEDULER_NAME = "default-scheduler"
 
 
@@ -157,7 +159,7 @@ class PodInfo:
         return cls(
             pod=pod, namespace=namespace, name=metadata.get("name", ""), uid=metadata.get("uid", ""),
             labels=metadata.get("labels") or {}, priority=int(spec.get("priority") or 0),
-            requests=requests, non_zero_requests=_non_zero_requests(spec, requests),
+            requests=requests, non_zero_requests=Resource.from_list(pod_requests(pod, NON_ZERO_DEFAULTS)),
             host_ports=_host_ports(spec),
             required_affinity_terms=_terms(pod_affinity, namespace, errors),
             required_anti_affinity_terms=_terms(anti_affinity, namespace, errors),
@@ -185,17 +187,6 @@ def pod_info_for(state: CycleState, pod: Pod) -> PodInfo:
     state, so plugins do not parse the pod again; parsed here for any other pod (an assumed copy, a test)."""
     info = state.pod_info
     return info if info is not None and info.pod is pod else PodInfo.of(pod)
-
-
-def _non_zero_requests(spec: Mapping[str, Any], requests: Resource) -> Resource:
-    """The pod's `requests`, counting a container that requests no CPU or memory as 100m / 200Mi (for scoring)."""
-    total = requests.clone()
-    for container in spec.get("containers") or []:
-        raw = ((container.get("resources") or {}).get("requests") or {}) if isinstance(container, dict) else {}
-        amounts = parse_list(raw)
-        total.milli_cpu += 0 if amounts.get(CPU) else DEFAULT_MILLI_CPU_REQUEST
-        total.memory += 0 if amounts.get(MEMORY) else DEFAULT_MEMORY_REQUEST
-    return total
 
 
 def _host_ports(spec: Mapping[str, Any]) -> list[HostPort]:
