@@ -40,7 +40,8 @@ def write(directory: Path, files: dict[str, tuple[bytes, int]]) -> bool:
     payload.mkdir()
     for relative, (content, mode) in files.items():
         target = payload / relative
-        target.parent.mkdir(parents=True, exist_ok=True)
+        if "/" in relative:
+            target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(content)
         os.chmod(target, mode)
     old_payload = _payload_dir(directory)

@@ -78,6 +78,9 @@ class VolumeManager:
         self._client = client  # reads claims and their volumes; None: a kubelet without an API server
         self._tokens: dict[tuple[str, str], _Token] = {}  # (pod uid, volume/path) -> the token written
         self._claimed: dict[str, dict[str, _ClaimedVolume]] = {}  # pod uid -> volume name -> its bound PV
+        # pod uid -> volume directory -> the files last written there: a pod's every sync sets its volumes up
+        # again, and reading the files back to find nothing changed cost more than the rest of the sync
+        self._written: dict[str, dict[Path, dict[str, tuple[bytes, int]]]] = {}
 
     def pod_dir(self, uid: str) -> Path:
         return self._pods_dir / uid
@@ -108,6 +111,7 @@ class VolumeManager:
     def tear_down(self, uid: str) -> None:
         shutil.rmtree(self.pod_dir(uid), ignore_errors=True)
         self._claimed.pop(uid, None)
+        self._written.pop(uid, None)
         for key in [key for key in self._tokens if key[0] == uid]:
             del self._tokens[key]
 
@@ -147,23 +151,25 @@ class VolumeManager:
             return host_path(volume["hostPath"])
         if "configMap" in volume:
             files = await self._object_files(pod, "configmaps", volume["configMap"], "name")
-            return self._write(base / "kubernetes.io~configmap" / name, files)
+            return self._write(uid, base / "kubernetes.io~configmap" / name, files)
         if "secret" in volume:
             files = await self._object_files(pod, "secrets", volume["secret"], "secretName")
-            return self._write(base / "kubernetes.io~secret" / name, files)
+            return self._write(uid, base / "kubernetes.io~secret" / name, files)
         if "downwardAPI" in volume:
             return self._write(
-                base / "kubernetes.io~downward-api" / name, self._downward_files(pod, volume["downwardAPI"])
+                uid, base / "kubernetes.io~downward-api" / name, self._downward_files(pod, volume["downwardAPI"])
             )
         if "projected" in volume:
             files = await self._projected_files(pod, name, volume["projected"])
-            return self._write(base / "kubernetes.io~projected" / name, files)
+            return self._write(uid, base / "kubernetes.io~projected" / name, files)
         kind = next((key for key in volume if key != "name"), "unknown")
         raise VolumeError(f"volume type {kind} is not supported by this kubelet")
 
-    @staticmethod
-    def _write(directory: Path, files: dict[str, tuple[bytes, int]]) -> Path:
-        atomicwriter.write(directory, files)
+    def _write(self, uid: str, directory: Path, files: dict[str, tuple[bytes, int]]) -> Path:
+        written = self._written.setdefault(uid, {})
+        if written.get(directory) != files:
+            atomicwriter.write(directory, files)
+            written[directory] = files
         return directory
 
     async def _object_files(
