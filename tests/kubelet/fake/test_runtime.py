@@ -216,6 +216,24 @@ def test_sandboxes_are_listed_by_id_prefix_state_and_labels(runtime: FakeRuntime
     assert runtime.sandbox(db.id[:8]) is db
 
 
+def test_a_pods_sandboxes_and_containers_are_listed_by_its_uid_label_until_removed(runtime: FakeRuntime):
+    def pod_labels(uid: str) -> dict[str, str]:
+        return {"io.kubernetes.pod.uid": uid, "app": "web"}
+
+    sandboxes = {uid: runtime.run_pod_sandbox(pod(f"web-{uid}", uid=uid, labels=pod_labels(uid))) for uid in "ab"}
+    containers = {uid: runtime.create_container(sandboxes[uid].id, container(labels=pod_labels(uid)),
+                                                pod(f"web-{uid}", uid=uid, labels=pod_labels(uid)))
+                  for uid in "ab"}
+    for uid in "ab":
+        assert runtime.list_pod_sandboxes(labels={"io.kubernetes.pod.uid": uid}) == [sandboxes[uid]]
+        assert runtime.list_containers(labels={"io.kubernetes.pod.uid": uid}) == [containers[uid]]
+    assert runtime.list_containers(labels={"io.kubernetes.pod.uid": "a", "app": "db"}) == []  # every label counts
+    runtime.remove_pod_sandbox(sandboxes["a"].id)
+    assert runtime.list_pod_sandboxes(labels={"io.kubernetes.pod.uid": "a"}) == []
+    assert runtime.list_containers(labels={"io.kubernetes.pod.uid": "a"}) == []
+    assert runtime.list_containers(labels={"app": "web"}) == [containers["b"]]
+
+
 # --- containers --------------------------------------------------------------------------------------------
 
 def test_a_started_container_runs_and_writes_a_log_line(runtime: FakeRuntime, clock: Clock, tmp_path: Path):

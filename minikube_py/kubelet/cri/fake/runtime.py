@@ -49,6 +49,7 @@ from typing import NoReturn, Protocol, TypeVar
 
 from minikube_py.kubelet.cri import api_pb2 as cri
 from minikube_py.kubelet.cri.logs import format_line
+from minikube_py.kubelet.runtimestate import POD_UID_LABEL
 
 PAUSE_IMAGE = "registry.k8s.io/pause:3.10"
 BUSYBOX_IMAGE = "docker.io/library/busybox:latest"
@@ -327,6 +328,19 @@ def _lookup(table: dict[str, _Entry], id_or_prefix: str) -> _Entry | None:
     return matches[0] if len(matches) == 1 else None
 
 
+def _index(by_pod: dict[str, list[str]], labels: Mapping[str, str], id: str) -> None:
+    if POD_UID_LABEL in labels:
+        by_pod.setdefault(labels[POD_UID_LABEL], []).append(id)
+
+
+def _unindex(by_pod: dict[str, list[str]], labels: Mapping[str, str], id: str) -> None:
+    ids = by_pod.get(labels.get(POD_UID_LABEL, ""))
+    if ids is not None and id in ids:
+        ids.remove(id)
+        if not ids:
+            del by_pod[labels[POD_UID_LABEL]]
+
+
 def _selected(labels: Mapping[str, str], selector: Mapping[str, str] | None) -> bool:
     return all(labels.get(key) == value for key, value in (selector or {}).items())
 
@@ -351,6 +365,10 @@ class FakeRuntime:
         self._sandbox_names: dict[str, str] = {}
         self._containers: dict[str, Container] = {}
         self._container_names: dict[str, str] = {}
+        # pod uid (the kubelet's label) -> ids of its sandboxes, of its containers: the kubelet lists a pod's
+        # by that label on every sync, and a scan of the whole node per list made a busy node's syncs slow
+        self._sandboxes_by_pod: dict[str, list[str]] = {}
+        self._containers_by_pod: dict[str, list[str]] = {}
         self._images: dict[str, Image] = {}
         self._image_ids: dict[str, str] = {}  # every tag and digest reference -> image id
         for ref in images:
@@ -394,6 +412,7 @@ class FakeRuntime:
                 del self._sandbox_names[sandbox.name]
                 raise
         self._sandboxes[sandbox.id] = sandbox
+        _index(self._sandboxes_by_pod, config.labels, sandbox.id)
         return sandbox
 
     def stop_pod_sandbox(self, sandbox_id: str) -> None:
@@ -414,6 +433,7 @@ class FakeRuntime:
             self.remove_container(container_id)
         del self._sandbox_names[sandbox.name]
         del self._sandboxes[sandbox.id]
+        _unindex(self._sandboxes_by_pod, sandbox.config.labels, sandbox.id)
 
     def sandbox(self, sandbox_id: str) -> Sandbox:
         sandbox = _lookup(self._sandboxes, sandbox_id)
@@ -423,7 +443,12 @@ class FakeRuntime:
 
     def list_pod_sandboxes(self, id: str = "", state: cri.PodSandboxState | None = None,
                            labels: Mapping[str, str] | None = None) -> list[Sandbox]:
-        candidates = self._sandboxes.values() if not id else filter(None, [_lookup(self._sandboxes, id)])
+        if id:
+            candidates: Iterable[Sandbox] = filter(None, [_lookup(self._sandboxes, id)])
+        elif labels and POD_UID_LABEL in labels:
+            candidates = [self._sandboxes[each] for each in self._sandboxes_by_pod.get(labels[POD_UID_LABEL], ())]
+        else:
+            candidates = self._sandboxes.values()
         return [sandbox for sandbox in candidates
                 if (state is None or sandbox.state == state) and _selected(sandbox.config.labels, labels)]
 
@@ -472,6 +497,7 @@ class FakeRuntime:
             resources=kept.linux.resources if kept.linux.HasField("resources") else None)
         _reserve(self._container_names, "container", container.name, container.id)
         self._containers[container.id] = container
+        _index(self._containers_by_pod, container.config.labels, container.id)
         sandbox.container_ids.append(container.id)
         return container
 
@@ -552,6 +578,7 @@ class FakeRuntime:
         self._stop(container, timeout=0)
         del self._container_names[container.name]
         del self._containers[container.id]
+        _unindex(self._containers_by_pod, container.config.labels, container.id)
         self._sandboxes[container.sandbox_id].container_ids.remove(container.id)
 
     def container(self, container_id: str) -> Container:
@@ -567,6 +594,8 @@ class FakeRuntime:
         elif sandbox_id:
             sandbox = _lookup(self._sandboxes, sandbox_id)
             candidates = [self._containers[each] for each in sandbox.container_ids] if sandbox else []
+        elif labels and POD_UID_LABEL in labels:
+            candidates = [self._containers[each] for each in self._containers_by_pod.get(labels[POD_UID_LABEL], ())]
         else:
             candidates = list(self._containers.values())
         return [container for container in candidates
