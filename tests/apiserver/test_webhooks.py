@@ -85,6 +85,29 @@ def test_what_a_mutating_webhook_adds_to_an_update_is_defaulted(api: httpx.Clien
         assert sidecar["terminationMessagePolicy"] == "File"
 
 
+def test_a_mutating_webhook_that_patches_in_a_wrongly_typed_value_fails_the_write(
+        api: httpx.Client, scoped: str, server: WebhookServer) -> None:
+    labels = {"app": "typed"}
+    deployment = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "typed"},
+                  "spec": {"selector": {"matchLabels": labels}, "template": {
+                      "metadata": {"labels": labels}, "spec": {"containers": [{"name": "c", "image": "busybox"}]}}}}
+    url = f"/apis/apps/v1/namespaces/{scoped}/deployments"
+    assert api.post(url, json=deployment).status_code == 201
+    hook = webhook("badtype.webhooks.mkpy.test", server.url("/badtype"), scoped, server.ca_bundle,
+                   rules=[{"operations": ["UPDATE"], "apiGroups": ["apps"], "apiVersions": ["v1"],
+                           "resources": ["deployments"]}])
+    with configured(api, "MutatingWebhookConfiguration", hook):
+        r = eventually(lambda: api.patch(f"{url}/typed", json={"metadata": {"labels": {"touched": uuid.uuid4().hex}}},
+                                         headers={"Content-Type": "application/merge-patch+json"}),
+                       lambda r: r.status_code != 200)
+        # kube cannot decode the patched object into a Deployment: an internal error naming the webhook
+        assert r.status_code == 500, r.text
+        assert r.json()["reason"] == "InternalError"
+        assert 'admission webhook "badtype.webhooks.mkpy.test" returned an object that cannot be decoded' in \
+            r.json()["message"]
+    assert api.get(f"{url}/typed").json()["spec"]["replicas"] == 1  # nothing was written
+
+
 def test_a_validating_webhook_denies_labelled_configmaps_with_kube_s_message(
         api: httpx.Client, scoped: str, server: WebhookServer) -> None:
     hook = webhook("deny.webhooks.mkpy.test", server.url("/deny"), scoped, server.ca_bundle)

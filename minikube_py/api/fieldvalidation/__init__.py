@@ -29,7 +29,8 @@ Usage (handler side):
     ... then apiVersion/kind checks, the registry; add `warning_header(w)` for each warning to the response.
 
 Patches check the patched object instead (`check_patched`), together with the strict errors of the patch
-document itself (`patch_errors`). Kinds without an upstream definition are not checked.
+document itself (`patch_errors`); `as_typed` checks an object the server got elsewhere (a mutating
+webhook's patch). Kinds without an upstream definition are not checked.
 """
 
 from __future__ import annotations
@@ -93,6 +94,14 @@ def check_fields(gvk: GVK, obj: dict[str, Any], raw_body: bytes | None, mode: st
     if strict_errors and mode == STRICT:
         raise _cannot_handle(kind, version, strict_decoding_error(strict_errors))
     return pruned, strict_errors if mode == WARN else []
+
+
+def as_typed(gvk: GVK, obj: dict[str, Any]) -> dict[str, Any]:
+    """`obj` as decoding it into the kind's struct leaves it, quietly (unknown fields dropped, as a typed
+    object has nowhere to keep them); raises DecodeError for a value that does not fit its type. For objects
+    the server got from elsewhere than the request body, such as a mutating webhook's patch."""
+    tree = kind_tree(*gvk)
+    return obj if tree is None else decode(tree, obj)[0]
 
 
 def check_patched(gvk: GVK, patched: dict[str, Any], mode: str, *, patch_strict_errors: list[str] | tuple[()] = (),

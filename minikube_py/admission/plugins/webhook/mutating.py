@@ -20,6 +20,7 @@ import jsonpatch
 import orjson
 
 from ....api import errors
+from ....api.fieldvalidation import DecodeError, as_typed
 from ...interface import Attributes, ClusterState
 from .client import WebhookClient
 from .config import MUTATING
@@ -64,13 +65,13 @@ class MutatingWebhookPlugin(WebhookPlugin):
             raise errors.internal(f'admission webhook "{hook.name}" attempted to modify the object, which is not '
                                   "supported for this operation")
         patched = _apply(patch, invocation, attributes)
-        if attributes.default is not None:
-            try:
+        try:  # decoded into the kind's struct and defaulted, as kube's dispatcher does with a patched object
+            patched = as_typed(attributes.kind, patched)
+            if attributes.default is not None:
                 attributes.default(patched)
-            except (TypeError, AttributeError, ValueError, KeyError, IndexError) as err:
-                # a wrongly typed value: kube fails to decode such a patched object, an internal error
-                raise errors.internal(f"admission webhook \"{hook.name}\" returned an object that cannot be "
-                                      f"decoded: {err}") from None
+        except (DecodeError, TypeError, AttributeError, ValueError, KeyError, IndexError) as err:
+            raise errors.internal(f'admission webhook "{hook.name}" returned an object that cannot be decoded: '
+                                  f"{err}") from None
         if patched == attributes.object:
             return False
         attributes.object.clear()
