@@ -19,7 +19,7 @@ rounds, so machine noise hits them alike; figures are medians. etcd is the tests
 --unsafe-no-fsync): the baseline is as fast as etcd gets here, which makes the ratio a strict one. Server
 CPU shares and CPU time per create are printed to show who the bottleneck was.
 
-    python -m bench.bench_create [--seconds 3] [--rounds 3] [--concurrency 16] [--processes 1]
+    python -m bench.bench_create [--seconds 3] [--rounds 4] [--concurrency 16] [--processes 1]
 """
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ All run side by side and are measured in alternating rounds with the same client
 Each server's CPU share is printed to show that the server, not the client, was the bottleneck, and its CPU
 time per GET is a second, noise-robust view of the same comparison.
 
-    python -m bench.bench_get [--seconds 3] [--rounds 3] [--concurrency 16] [--processes 1]
+    python -m bench.bench_get [--seconds 3] [--rounds 4] [--concurrency 16] [--processes 1]
 """
 
 from __future__ import annotations

@@ -18,10 +18,10 @@ Both sides serve only these creates: the controller manager beside them runs onl
 controller (`common.BENCH_CONTROLLERS`). Controllers that watch pods would be connected to one side only
 and make it stream every pod both sides create to them.
 
-Sides alternate in rounds, so machine noise hits them alike; figures are medians. Server CPU per create
-shows where the difference goes.
+Sides alternate in rounds, so machine noise hits them alike, and take turns going first
+(`common.compare`); figures are medians. Server CPU per create shows where the difference goes.
 
-    python -m bench.bench_security [--seconds 3] [--rounds 3] [--concurrency 16] [--processes 1]
+    python -m bench.bench_security [--seconds 3] [--rounds 4] [--concurrency 16] [--processes 1]
 """
 
 from __future__ import annotations

@@ -25,7 +25,7 @@ httpd` serving the 1 KB file when busybox is on PATH (`--server busybox`), else 
 keep-alive HTTP server on uvloop in this file; or `--backend IP:PORT`, a server already running (it must
 answer `GET --path` with 200 and a Content-Length).
 
-    python -m bench.lb_throughput [--seconds 3] [--rounds 3] [--concurrency 16] [--processes 1] [--replicas 1]
+    python -m bench.lb_throughput [--seconds 3] [--rounds 4] [--concurrency 16] [--processes 1] [--replicas 1]
     python -m bench.lb_throughput --proxy-only [--server busybox|asyncio | --backend IP:PORT [--path /]] [--uvloop]
 """
 

@@ -10,17 +10,18 @@ the `admission` package and know nothing of HTTP or storage: they read the clust
 from __future__ import annotations
 
 from collections.abc import Callable
-from functools import partial
 from typing import Any
 
 from ..admission.chain import AdmissionChain
 from ..admission.interface import Attributes
-from ..api.defaults import apply_defaults
+from ..api.managedfields import malformed
 from ..auth.authn import UserInfo
 from ..store.interface import KeyValue
 from .cacher import Cacher
 from .registry.generic import ResourceStore
 
+INVALID_MANAGED_FIELDS_WARNING = (".metadata.managedFields was in an invalid state after admission; this could be "
+                                  "caused by an outdated mutating admission controller; please fix your requests: ")
 MAX_DECODED = 1024  # objects `get` keeps decoded (the namespaces, accounts and classes most requests read)
 
 
@@ -101,11 +102,25 @@ class RequestAdmission:
                                      resource=res.plural, kind=kind or own_kind,
                                      user=user, namespace=namespace, name=name, subresource=subresource,
                                      dry_run=dry_run, options=options,
-                                     default=partial(apply_defaults, res) if kind in (None, own_kind) else None)
+                                     default=store.default if kind in (None, own_kind) else None)
 
     async def mutate(self, obj: dict[str, Any] | None, old: dict[str, Any] | None) -> bool:
+        """The mutating plugins; as in kube, managedFields a plugin leaves undecodable are put back as they
+        were (the field manager recorded the write before admission), with a warning for the client."""
         self.attributes.object, self.attributes.old_object = obj, old
-        return await self.chain.admit(self.attributes)
+        managed = obj.get("metadata", {}).get("managedFields") if obj is not None else None
+        ran = await self.chain.admit(self.attributes)
+        if ran and obj is not None:
+            meta = obj.setdefault("metadata", {})
+            after = meta.get("managedFields")
+            problem = malformed(after) if after is not managed and after != managed else ""
+            if problem:
+                if managed is None:
+                    meta.pop("managedFields", None)
+                else:
+                    meta["managedFields"] = managed
+                self.attributes.warnings.append(INVALID_MANAGED_FIELDS_WARNING + problem)
+        return ran
 
     async def validate(self, obj: dict[str, Any] | None, old: dict[str, Any] | None) -> None:
         self.attributes.object, self.attributes.old_object = obj, old

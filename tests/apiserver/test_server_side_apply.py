@@ -180,6 +180,51 @@ def test_create_records_its_manager_and_the_fields_it_set(api: httpx.Client, nam
     assert "." not in spec  # spec exists in every Deployment: nobody owns it as a whole
 
 
+def test_what_admission_and_the_registry_add_on_create_belongs_to_no_manager(api: httpx.Client,
+                                                                             namespace: str) -> None:
+    # kube's field manager records the request as decoded and defaulted, before admission and PrepareForCreate
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "owned"},
+           "spec": {"containers": [{"name": "c", "image": "busybox"}]}}
+    r = api.post(f"/api/v1/namespaces/{namespace}/pods", json=pod, params={"fieldManager": "maker"})
+    assert r.status_code == 201, r.text
+    created = r.json()
+    assert created["spec"]["volumes"] and created["spec"]["tolerations"]  # ServiceAccount, DefaultTolerationSeconds
+    spec = owned(created, "maker", "Update")["f:spec"]
+    assert "f:volumes" not in spec and "f:tolerations" not in spec and "f:serviceAccountName" not in spec
+    container = spec["f:containers"]['k:{"name":"c"}']
+    assert "f:imagePullPolicy" in container and "f:volumeMounts" not in container  # defaults yes, admission no
+    assert "f:status" not in owned(created, "maker", "Update")
+
+    name = f"{namespace}-own"
+    r = api.post("/api/v1/namespaces", json={"metadata": {"name": name}}, params={"fieldManager": "maker"})
+    try:
+        assert r.status_code == 201, r.text
+        assert r.json()["spec"]["finalizers"] == ["kubernetes"]
+        # the name label is a default; the finalizer is PrepareForCreate's
+        assert owned(r.json(), "maker", "Update") == {
+            "f:metadata": {"f:labels": {".": {}, "f:kubernetes.io/metadata.name": {}}}}
+    finally:
+        api.delete(f"/api/v1/namespaces/{name}")
+
+
+def test_the_creator_of_a_daemon_set_owns_its_template_generation(api: httpx.Client, namespace: str) -> None:
+    # as in kube, whose apps/v1 conversion writes the annotation before the field manager sees the object
+    labels = {"app": "agent"}
+    ds = {"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": "agent"},
+          "spec": {"selector": {"matchLabels": labels}, "template": {
+              "metadata": {"labels": labels}, "spec": {"containers": [{"name": "c", "image": "busybox"}]}}}}
+    url = f"/apis/apps/v1/namespaces/{namespace}/daemonsets"
+    created = api.post(url, json=ds, params={"fieldManager": "maker"}).json()
+    assert created["metadata"]["annotations"] == {"deprecated.daemonset.template.generation": "1"}
+    assert owned(created, "maker", "Update")["f:metadata"] == {
+        "f:annotations": {".": {}, "f:deprecated.daemonset.template.generation": {}}}
+    created["spec"]["template"]["spec"]["containers"][0]["image"] = "busybox:2"
+    del created["metadata"]["annotations"]  # a PUT without it still counts the template change
+    r = api.put(f"{url}/agent", json=created, params={"fieldManager": "editor"})
+    assert r.status_code == 200, r.text
+    assert r.json()["metadata"]["annotations"] == {"deprecated.daemonset.template.generation": "2"}
+
+
 def test_without_a_field_manager_the_user_agent_names_the_manager(api: httpx.Client, namespace: str) -> None:
     r = api.post(configmaps(namespace), json={"metadata": {"name": "ua"}, "data": {"a": "1"}},
                  headers={"User-Agent": "my-controller/v1.2 (linux)"})

@@ -53,6 +53,9 @@ def test_a_mutating_webhook_labels_new_configmaps_and_pods(api: httpx.Client, sc
         assert r.status_code == 201, r.text
         assert r.json()["metadata"]["labels"] == {"app": "x", "mutated-by": "webhook"}
         assert "mutated by the test webhook" in r.headers.get("warning", "")
+        # the field manager recorded the request before admission: nobody owns the webhook's label
+        (entry,) = r.json()["metadata"]["managedFields"]
+        assert entry["fieldsV1"]["f:metadata"]["f:labels"] == {".": {}, "f:app": {}}
         pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
                "spec": {"containers": [{"name": "c", "image": "busybox"}]}}
         r = api.post(f"/api/v1/namespaces/{scoped}/pods", json=pod)
@@ -106,6 +109,20 @@ def test_a_mutating_webhook_that_patches_in_a_wrongly_typed_value_fails_the_writ
         assert 'admission webhook "badtype.webhooks.mkpy.test" returned an object that cannot be decoded' in \
             r.json()["message"]
     assert api.get(f"{url}/typed").json()["spec"]["replicas"] == 1  # nothing was written
+
+
+def test_managed_fields_a_mutating_webhook_breaks_are_put_back_with_a_warning(
+        api: httpx.Client, scoped: str, server: WebhookServer) -> None:
+    hook = webhook("badfields.webhooks.mkpy.test", server.url("/badfields"), scoped, server.ca_bundle)
+    with configured(api, "MutatingWebhookConfiguration", hook):
+        r = eventually(lambda: create_configmap(api, scoped, {"app": "x"}),
+                       lambda r: "managedFields" in r.headers.get("warning", ""))
+        assert r.status_code == 201, r.text
+        assert ".metadata.managedFields was in an invalid state after admission" in r.headers["warning"]
+        (entry,) = r.json()["metadata"]["managedFields"]
+        assert entry["operation"] == "Update" and entry["fieldsV1"]["f:data"] == {".": {}, "f:k": {}}
+        stored = api.get(f"/api/v1/namespaces/{scoped}/configmaps/{r.json()['metadata']['name']}").json()
+        assert stored["metadata"]["managedFields"] == r.json()["metadata"]["managedFields"]
 
 
 def test_a_validating_webhook_denies_labelled_configmaps_with_kube_s_message(

@@ -34,7 +34,8 @@ WAIT = 10.0
 class WebhookServer:
     """An HTTPS AdmissionReview server: /mutate labels objects, /sidecar adds a container to the pod template
     of Deployments that have none called `sidecar` (with only a name and an image: defaulting the rest is
-    the apiserver's job), /badtype patches a string into a Deployment's `spec.replicas`, /deny refuses
+    the apiserver's job), /badtype patches a string into a Deployment's `spec.replicas`, /badfields replaces
+    `metadata.managedFields` with an entry of an unknown operation, /deny refuses
     objects labelled deny=yes,
     /refuse refuses everything, /slow answers after 3 s, /garbage answers something that is not JSON; any
     other path allows. It records every review."""
@@ -78,6 +79,9 @@ def _answer(path: str, request: dict[str, Any]) -> dict[str, Any]:
             response.update(patchType="JSONPatch", patch=base64.b64encode(json.dumps([op]).encode()).decode())
     elif path == "/badtype":
         op = {"op": "replace", "path": "/spec/replicas", "value": "three"}
+        response.update(patchType="JSONPatch", patch=base64.b64encode(json.dumps([op]).encode()).decode())
+    elif path == "/badfields":
+        op = {"op": "add", "path": "/metadata/managedFields", "value": [{"manager": "hook", "operation": "Sideways"}]}
         response.update(patchType="JSONPatch", patch=base64.b64encode(json.dumps([op]).encode()).decode())
     elif path == "/deny" and (labels or {}).get("deny") == "yes":
         response.update(allowed=False, status={"code": 403, "message": "objects labelled deny=yes are refused"})

@@ -155,13 +155,8 @@ def _pod_on_create(obj: dict[str, Any]) -> None:
                                         "message": "Scheduling is blocked due to non-empty scheduling gates"}]
 
 
-# apps/v1 keeps a DaemonSet's old spec.templateGeneration as this annotation: 1 at create, one more each time
-# the pod template changes (the daemonset controller labels pods `pod-template-generation` with it)
-TEMPLATE_GENERATION = "deprecated.daemonset.template.generation"
-
-
 def _daemonset_on_create(obj: dict[str, Any]) -> None:
-    child(obj, "metadata").setdefault("annotations", {})[TEMPLATE_GENERATION] = "1"
+    child(obj, "metadata").setdefault("annotations", {})[workloads.TEMPLATE_GENERATION] = "1"
 
 
 _CREATE_PREPARERS: dict[str, Defaulter] = {
@@ -189,14 +184,11 @@ def _namespace_on_update(new: dict[str, Any], old: dict[str, Any]) -> None:
 
 
 def _daemonset_on_update(new: dict[str, Any], old: dict[str, Any]) -> None:
-    try:
-        generation = int((child(old, "metadata", create=False).get("annotations") or {}).get(TEMPLATE_GENERATION, 0))
-    except ValueError:
-        generation = 0
+    generation = workloads.template_generation(old)
     if child(new, "spec", create=False).get("template") != child(old, "spec", create=False).get("template"):
         generation += 1
     if generation:
-        child(new, "metadata").setdefault("annotations", {})[TEMPLATE_GENERATION] = str(generation)
+        child(new, "metadata").setdefault("annotations", {})[workloads.TEMPLATE_GENERATION] = str(generation)
 
 
 _UPDATE_PREPARERS: dict[str, Callable[[dict[str, Any], dict[str, Any]], None]] = {

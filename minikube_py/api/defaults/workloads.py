@@ -18,6 +18,9 @@ JOB_NAME_LABEL = "batch.kubernetes.io/job-name"
 _LEGACY_CONTROLLER_UID_LABEL = "controller-uid"
 _LEGACY_JOB_NAME_LABEL = "job-name"
 _MAX_INT32 = 2**31 - 1
+# apps/v1 keeps a DaemonSet's old spec.templateGeneration as this annotation: 1 at create, one more each time
+# the pod template changes (the daemonset controller labels pods `pod-template-generation` with it)
+TEMPLATE_GENERATION = "deprecated.daemonset.template.generation"
 
 
 def deployment(obj: dict[str, Any]) -> None:
@@ -72,6 +75,19 @@ def daemon_set(obj: dict[str, Any]) -> None:
         set_default(rolling, "maxSurge", 0)
     set_default(spec, "revisionHistoryLimit", 10)
     pod_template(child(spec, "template"))
+    # decoding reads the annotation into the internal templateGeneration and writes it back: a body without
+    # a readable one has "0" until the registry sets the real value (so its writer is recorded owning it)
+    annotations = child(obj, "metadata").setdefault("annotations", {})
+    annotations[TEMPLATE_GENERATION] = str(template_generation(obj))
+
+
+def template_generation(obj: dict[str, Any]) -> int:
+    """The DaemonSet's template generation from its annotation; 0 when absent or unreadable."""
+    annotations = child(obj, "metadata", create=False).get("annotations") or {}
+    try:
+        return int(annotations.get(TEMPLATE_GENERATION, 0))
+    except (TypeError, ValueError):
+        return 0
 
 
 def label_selector_from_template(obj: dict[str, Any]) -> None:

@@ -17,9 +17,9 @@ and for an apply, `FieldTracker(..., config=applied, force=False)`: `tracker.mut
 object and `track` raises 409 Conflict for fields other managers own.
 """
 
-from .manager import APPLY, UPDATE, FieldTracker, manager_name
+from .manager import APPLY, UPDATE, FieldTracker, malformed, manager_name
 from .schema import Type, type_of_crd, type_of_kind
 from .zero import zero_object
 
-__all__ = ["APPLY", "UPDATE", "FieldTracker", "Type", "manager_name", "type_of_crd", "type_of_kind",
+__all__ = ["APPLY", "UPDATE", "FieldTracker", "Type", "malformed", "manager_name", "type_of_crd", "type_of_kind",
            "zero_object"]

@@ -123,6 +123,15 @@ def decode(raw: Any, *, stored: bool = False) -> Managed:
     return managed
 
 
+def malformed(raw: Any) -> str:
+    """Why a `metadata.managedFields` value cannot be decoded; empty if it can."""
+    try:
+        decode(raw)
+    except (ValueError, FieldsV1Error) as err:
+        return str(err)
+    return ""
+
+
 def encode(managed: Managed) -> list[dict[str, Any]]:
     def order(who: Manager) -> tuple[str, str, str, str, str]:
         entry = managed[who]

@@ -84,6 +84,12 @@ class ResourceStore:
             obj = from_storage(self.resource, to_storage(self.resource, obj))
         return codec.with_revision(obj, revision)
 
+    def default(self, obj: dict[str, Any]) -> None:
+        """What decoding a request's object does to it: kube's defaults for the kind, and for a custom
+        resource its schema's defaults and pruning."""
+        apply_defaults(self.resource, obj)
+        self.strategy.canonicalize(obj)
+
     def encode(self, obj: dict[str, Any]) -> bytes:
         """The value to store; drops `resourceVersion` from `obj` (callers set it again from the write)."""
         if self.resource.storage_version:
@@ -110,13 +116,16 @@ class ResourceStore:
         apiserver's own bookkeeping objects only (kube's endpoint reconciler writes the `kubernetes`
         Endpoints straight to storage, even with a loopback address).
 
-        As in kube, mutating admission sees the object as decoded and defaulted, before the name is generated
-        and the system fields (uid, creationTimestamp) are filled; validating admission sees it validated,
-        just before it is written."""
+        As in kube, the field manager records the object as decoded and defaulted; mutating admission then
+        sees it so (what admission adds belongs to no manager), before the name is generated and the system
+        fields (uid, creationTimestamp) are filled; validating admission sees it validated, just before it
+        is written."""
         meta = codec.meta(obj)
         self._set_namespace(meta, namespace)
         with decoding_errors():
-            apply_defaults(self.resource, obj)
+            self.default(obj)
+            if tracker is not None:
+                tracker.track(None, obj)
         if admission is not None:
             await admission.mutate(obj, None)
             meta = codec.meta(obj)
@@ -128,9 +137,6 @@ class ResourceStore:
             self.strategy.prepare_for_create(obj)
             prepare_for_create(self.resource, obj)
             default_status(self.resource, obj)
-            self.strategy.canonicalize(obj)
-            if tracker is not None:
-                tracker.track(None, obj)
             if validate:
                 self._validate(obj, validate_create(self.resource, obj) + self.strategy.validate(obj))
         if self.resource.namespaced and self.namespace_check is not None:
@@ -213,18 +219,18 @@ class ResourceStore:
             if uid and uid != old["metadata"].get("uid"):
                 raise errors.uid_precondition_failed(self.resource.group_resource, name, key, uid,
                                                      str(old["metadata"].get("uid") or ""))
-            # kube's order: the changed object is defaulted, mutating admission sees it so, and only then
-            # does the strategy settle what this write may change (PrepareForUpdate)
+            # kube's order: the changed object is defaulted, the field manager records the change, mutating
+            # admission sees it so, and only then does the strategy settle what this write may change
+            # (PrepareForUpdate)
             with decoding_errors():
                 new = mutate(copy.deepcopy(old))
-                apply_defaults(self.resource, new)
+                self.default(new)
+                if tracker is not None:
+                    tracker.track(old, new)
             if admission is not None:
                 await admission.mutate(new, old)
             with decoding_errors():
                 new = self._prepare_update(new, old, subresource)
-            if tracker is not None:
-                with decoding_errors():
-                    tracker.track(old, new)
             if new == old and not kv.stale:
                 return old
             try:
@@ -237,7 +243,8 @@ class ResourceStore:
         if subresource == "status":
             merged = copy.deepcopy(old)
             merged["status"] = new.get("status")
-            for field in self.strategy.status_writable_metadata:
+            # the field manager's record of this write, and the metadata the kind lets a status write change
+            for field in ("managedFields", *self.strategy.status_writable_metadata):
                 value = codec.meta(new).get(field)
                 if value is None:
                     merged["metadata"].pop(field, None)
@@ -262,7 +269,6 @@ class ResourceStore:
             new_meta["namespace"] = old_meta.get("namespace")
         new.setdefault("apiVersion", old.get("apiVersion"))
         new.setdefault("kind", old.get("kind"))
-        self.strategy.canonicalize(new)
         if not subresource:  # subresources (status, finalize, binding) have their own rules
             prepare_for_update(self.resource, new, old)
         self._bump_generation(new, old)
