@@ -60,7 +60,10 @@ async def test_pods_are_made_in_order_and_rolled_from_the_highest_ordinal(contro
         await client.create(resources.STATEFUL_SETS, stateful_set(3), namespace)
         await wait_for(lambda: pod_names(client, namespace), 10, "pod web-0")
         assert await pod_names(client, namespace) == ["web-0"]  # web-1 waits for web-0 to be ready
-        first = (await get_set(client, namespace))["status"]["updateRevision"]
+
+        async def update_revision() -> str:  # the status is written after the pods of the same sync
+            return ((await get_set(client, namespace)).get("status") or {}).get("updateRevision", "")
+        first = await wait_for(update_revision, 10, "status.updateRevision")
         await roll_through(client, namespace, ["web-0", "web-1", "web-2"], first)
 
         async def all_ready() -> bool:
