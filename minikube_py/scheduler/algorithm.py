@@ -22,10 +22,11 @@ from __future__ import annotations
 
 import random
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from minikube_py.scheduler.framework.interface import Code, CycleState, Pod, Status
+from minikube_py.scheduler.framework.runtime import NodeScores
 from minikube_py.scheduler.framework.types import Diagnosis, NodeInfo, reasons_histogram
 
 MIN_FEASIBLE_NODES_TO_FIND = 100
@@ -66,7 +67,7 @@ class ScheduleResult:
     suggested_host: str
     evaluated_nodes: int  # filtered: feasible plus rejected
     feasible_nodes: int
-    scores: list[Any] = field(default_factory=list)  # the framework's per-node scores, for explain mode
+    scores: Sequence[Any] = ()  # the framework's per-node scores (`NodeScores`), for explain mode
 
 
 @dataclass
@@ -165,8 +166,8 @@ def _filter(fwk: Any, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo], cu
     return feasible
 
 
-def prioritize_nodes(fwk: Any, state: CycleState, pod: Pod, feasible: list[NodeInfo]) -> list[Any]:
-    """Each feasible node's total score (objects with `.name` and `.total_score`); all 1 without Score plugins."""
+def prioritize_nodes(fwk: Any, state: CycleState, pod: Pod, feasible: list[NodeInfo]) -> NodeScores:
+    """Each feasible node's total score (all 0 without Score plugins)."""
     status = fwk.run_pre_score_plugins(state, pod, feasible)
     if status.code == Code.ERROR:
         raise SchedulingError(status)
@@ -176,17 +177,10 @@ def prioritize_nodes(fwk: Any, state: CycleState, pod: Pod, feasible: list[NodeI
     return scores
 
 
-def select_host(scores: Sequence[Any]) -> str:
-    """The name of a node with the highest total score; among equals each is equally likely (reservoir
-    sampling, so one pass and no list of the winners)."""
-    best_name, best_score, ties = "", -1, 0
-    randrange = random.randrange
-    for entry in scores:
-        score = entry.total_score
-        if score > best_score:
-            best_name, best_score, ties = entry.name, score, 1
-        elif score == best_score:
-            ties += 1
-            if randrange(ties) == 0:
-                best_name = entry.name
-    return best_name
+def select_host(scores: NodeScores) -> str:
+    """The name of a node with the highest total score; among equals each is equally likely (kube samples the
+    ties as it goes; one draw among all of them is the same choice)."""
+    totals = scores.totals
+    best = max(totals)
+    winners = [index for index, total in enumerate(totals) if total == best]
+    return scores.names[winners[random.randrange(len(winners))]]

@@ -77,6 +77,8 @@ UNSCHEDULABLE, UNRESOLVABLE = Code.UNSCHEDULABLE, Code.UNSCHEDULABLE_AND_UNRESOL
     case("a pod that fits passes", pod(container(cpu="1", memory="1Gi")), node_info(node()), None, None),
     case("a pod without requests fits a full node", pod(), node_info(node(cpu="1"), pod(container(cpu="1"))), None,
          None),
+    case("a pod without a cpu request fits a node whose pods overcommit its cpu", pod(container(memory="1Gi")),
+         node_info(node(cpu="1"), pod(container(cpu="2"))), None, None),
     case("too little cpu left is Unschedulable", pod(container(cpu="1")),
          node_info(node(), pod(container(cpu="3500m"))), None, (UNSCHEDULABLE, ["Insufficient cpu"])),
     case("exactly the cpu left fits", pod(container(cpu="500m")), node_info(node(), pod(container(cpu="3500m"))),

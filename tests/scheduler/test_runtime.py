@@ -291,7 +291,7 @@ def test_plugins_that_score_in_batches_are_called_once_for_all_nodes() -> None:
 def test_a_batch_of_scores_that_does_not_match_the_nodes_is_an_error() -> None:
     short = plugin("Short", score=boom, score_nodes=lambda s, p, nodes: ([7], None))
     scores, status = framework({"score": [short]}).run_score_plugins(CycleState(), pod(), [node("n1"), node("n2")])
-    assert scores == [] and (status.code, status.plugin) == (Code.ERROR, "Short")
+    assert len(scores) == 0 and (status.code, status.plugin) == (Code.ERROR, "Short")
     assert status.message() == 'running Score plugins: plugin "Short" failed with: returned 1 scores for 2 nodes'
 
 
@@ -318,7 +318,7 @@ def test_scoring_failures_are_errors_naming_the_plugin(score_plugin: type, messa
     status = fw.run_pre_score_plugins(state, pod(), [node("n1")])
     if status.is_success():
         scores, status = fw.run_score_plugins(state, pod(), [node("n1")])
-        assert scores == []
+        assert len(scores) == 0
     assert status.code == Code.ERROR and status.plugin == "Wild" and message in status.message()
 
 

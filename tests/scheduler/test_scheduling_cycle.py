@@ -4,6 +4,7 @@ the cursor's rotation, and the parsed pod reused for the assumed copy."""
 from __future__ import annotations
 
 import random
+from collections import Counter
 from typing import Any
 
 import pytest
@@ -13,7 +14,7 @@ from minikube_py.scheduler.cache import Cache
 from minikube_py.scheduler.framework import config as scheduler_config
 from minikube_py.scheduler.framework import types
 from minikube_py.scheduler.framework.interface import CycleState
-from minikube_py.scheduler.framework.runtime import Framework
+from minikube_py.scheduler.framework.runtime import Framework, NodeScores
 from minikube_py.scheduler.nominator import Nominator
 from minikube_py.scheduler.queue import SchedulingQueue
 from minikube_py.scheduler.scheduler import Scheduler
@@ -99,3 +100,16 @@ async def test_the_assumed_pod_reuses_the_parsed_pod(monkeypatch: pytest.MonkeyP
     assert assumed is not None and state.pod_info.pod is assumed
     assert assumed["spec"]["nodeName"] == result.suggested_host and "nodeName" not in qpi.pod["spec"]
     assert state.pod_info.requests == qpi.pod_info.requests and sched.cache.is_assumed_pod(assumed)
+
+
+def test_the_host_is_the_best_scored_node_and_ties_are_broken_evenly() -> None:
+    scores = NodeScores(["a", "b", "c", "d"], [50, 90, 90, 10], ["P"], [[50, 90, 90, 10]])
+    random.seed(7)
+    picks = Counter(algorithm.select_host(scores) for _ in range(4000))
+    assert set(picks) == {"b", "c"} and abs(picks["b"] - picks["c"]) < 300
+    assert algorithm.select_host(NodeScores(["x"], [0], [], [])) == "x"
+    assert [(s.name, s.total_score, s.scores) for s in scores[1:3]] == [("b", 90, [("P", 90)]),
+                                                                       ("c", 90, [("P", 90)])]
+    assert scores[-1].name == "d"
+    with pytest.raises(IndexError):
+        scores[4]

@@ -11,8 +11,8 @@ the binding cycle calls `wait_on_permit` → `run_pre_bind_plugins` → `run_bin
 Filter and Score run on hundreds of nodes per cycle (kube spreads them over 16 goroutines), so their per-node
 overhead is kept small: the Filter plugins PreFilter skipped are dropped once per cycle, not looked up on every
 node; plugins that can (`interface.BatchFilterPlugin`, `BatchScorePlugin`) check or score many nodes in one
-call, and normalise bare scores; a node's plugin scores are only paired with the plugins' names when someone
-reads `NodePluginScores.scores`. The verdicts and scores are those of running the plugins node by node.
+call, and normalise bare scores; the scores stay in columns (`NodeScores`), and a node's plugin scores are only
+paired with the plugins' names when someone reads `NodePluginScores.scores`. The verdicts and scores are those of running the plugins node by node.
 
 Usage rules:
 * Each plugin is instantiated once per profile (`cls(args, handle)`), even when it serves several points;
@@ -82,6 +82,27 @@ class NodePluginScores:
     @property
     def scores(self) -> list[tuple[str, int]]:
         return [(plugin, column[self._index]) for plugin, column in zip(self._plugins, self._columns, strict=True)]
+
+
+class NodeScores(Sequence[NodePluginScores]):
+    """The scores of a cycle's feasible nodes, as columns: `names[i]` totals `totals[i]`. Host selection reads
+    the columns; a `NodePluginScores` is made only for a node someone indexes (explain mode, tests)."""
+
+    __slots__ = ("names", "totals", "_plugins", "_columns")
+
+    def __init__(self, names: list[str], totals: list[int], plugins: Sequence[str],
+                 columns: Sequence[Sequence[int]]) -> None:
+        self.names, self.totals = names, totals
+        self._plugins, self._columns = plugins, columns
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+    def __getitem__(self, index: Any) -> Any:
+        if isinstance(index, slice):
+            return [self[i] for i in range(len(self.names))[index]]
+        i = range(len(self.names))[index]  # negative indices, and IndexError past the end
+        return NodePluginScores(self.names[i], self.totals[i], self._plugins, self._columns, i)
 
 
 class Framework:
@@ -396,7 +417,7 @@ class Framework:
             state.skip_score_plugins = skip
 
     def run_score_plugins(self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo],
-                          ) -> tuple[list[NodePluginScores], Status]:
+                          ) -> tuple[NodeScores, Status]:
         """Score every node with every plugin, normalise, weigh and sum; an Error status when any fails."""
         skip = state.skip_score_plugins
         plugins = [entry for entry in self._score if entry[0] not in skip] if skip else self._score
@@ -407,7 +428,7 @@ class Framework:
         for name, score, score_nodes, normalize, weight in plugins:
             scores, status = self._plugin_scores(name, score, score_nodes, normalize, state, pod, nodes)
             if status is not None:
-                return [], status
+                return NodeScores([], [], [], []), status
             weighted = scores if weight == 1 else [value * weight for value in scores]
             if recorder is not None:
                 for node, value in zip(nodes, weighted, strict=True):
@@ -415,8 +436,7 @@ class Framework:
             names.append(name)
             columns.append(weighted)
             totals = list(map(operator.add, totals, weighted))
-        return [NodePluginScores(node.name, total, names, columns, index)
-                for index, (node, total) in enumerate(zip(nodes, totals, strict=True))], SUCCESS
+        return NodeScores([node.name for node in nodes], totals, names, columns), SUCCESS
 
     def _plugin_scores(self, name: str, score: Any, score_nodes: Any, normalize: Any, state: CycleState, pod: Pod,
                        nodes: Sequence[NodeInfo]) -> tuple[list[int], Status | None]:

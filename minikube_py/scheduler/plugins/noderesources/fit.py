@@ -83,6 +83,19 @@ def _insufficient(name: str, requested: int, used: int, capacity: int) -> Insuff
     return InsufficientResource(name, f"Insufficient {name}", requested, used, capacity, requested > capacity)
 
 
+def has_room(request: PodRequest, node_info: NodeInfo) -> bool:
+    """True when the node certainly has room for the pod (`fits_request` would find nothing lacking); False
+    when it may not (then `fits_request` says what is lacking, if anything: a resource the pod does not ask
+    for never is, on an overcommitted node either). Filter asks this of nearly every node of every cycle,
+    so no list is built and no names are looked up."""
+    allocatable, requested = node_info.allocatable, node_info.requested
+    return (len(node_info.pods) < allocatable.allowed_pod_number
+            and request.milli_cpu + requested.milli_cpu <= allocatable.milli_cpu
+            and request.memory + requested.memory <= allocatable.memory
+            and request.ephemeral_storage + requested.ephemeral_storage <= allocatable.ephemeral_storage
+            and not request.scalar_resources)
+
+
 def fits_request(request: PodRequest, node_info: NodeInfo) -> list[InsufficientResource]:
     """Every resource the node lacks for the pod (kube's `fitsRequest`: a resource the pod does not ask for is
     never lacking); [] when it fits. Written out flat: Filter asks this of nearly every node of every cycle."""
@@ -155,7 +168,7 @@ class Fit:
     def filter_nodes(self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]) -> dict[int, Status]:
         request = self._filter_request(state, pod)
         return {index: status for index, node_info in enumerate(nodes)
-                if (node_info.node_error or fits_request(request, node_info))
+                if (node_info.node_error or not has_room(request, node_info))
                 and (status := _verdict(request, node_info)) is not None}
 
     def _filter_request(self, state: CycleState, pod: Pod) -> PodRequest:
