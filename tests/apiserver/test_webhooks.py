@@ -65,20 +65,34 @@ def test_a_mutating_webhook_labels_new_configmaps_and_pods(api: httpx.Client, sc
         assert stored["metadata"]["labels"] == {"mutated-by": "webhook"}
 
 
-def test_what_a_mutating_webhook_adds_to_an_update_is_defaulted(api: httpx.Client, scoped: str,
-                                                                 server: WebhookServer) -> None:
-    labels = {"app": "web"}
-    deployment = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"},
+def create_deployment(api: httpx.Client, namespace: str, name: str) -> str:
+    """A one-container Deployment `name`; its URL."""
+    labels = {"app": name}
+    deployment = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name},
                   "spec": {"selector": {"matchLabels": labels}, "template": {
                       "metadata": {"labels": labels}, "spec": {"containers": [{"name": "c", "image": "busybox"}]}}}}
-    url = f"/apis/apps/v1/namespaces/{scoped}/deployments"
-    assert api.post(url, json=deployment).status_code == 201
-    hook = webhook("sidecar.webhooks.mkpy.test", server.url("/sidecar"), scoped, server.ca_bundle,
+    assert api.post(f"/apis/apps/v1/namespaces/{namespace}/deployments", json=deployment).status_code == 201
+    return f"/apis/apps/v1/namespaces/{namespace}/deployments/{name}"
+
+
+def deployment_update_hook(name: str, path: str, namespace: str, server: WebhookServer) -> dict[str, Any]:
+    return webhook(name, server.url(path), namespace, server.ca_bundle,
                    rules=[{"operations": ["UPDATE"], "apiGroups": ["apps"], "apiVersions": ["v1"],
                            "resources": ["deployments"]}])
+
+
+def touch(api: httpx.Client, url: str) -> httpx.Response:
+    """An update that changes a label (a new value every time)."""
+    return api.patch(url, json={"metadata": {"labels": {"touched": uuid.uuid4().hex}}},
+                     headers={"Content-Type": "application/merge-patch+json"})
+
+
+def test_what_a_mutating_webhook_adds_to_an_update_is_defaulted(api: httpx.Client, scoped: str,
+                                                                 server: WebhookServer) -> None:
+    url = create_deployment(api, scoped, "web")
+    hook = deployment_update_hook("sidecar.webhooks.mkpy.test", "/sidecar", scoped, server)
     with configured(api, "MutatingWebhookConfiguration", hook):
-        r = eventually(lambda: api.patch(f"{url}/web", json={"metadata": {"labels": {"touched": uuid.uuid4().hex}}},
-                                         headers={"Content-Type": "application/merge-patch+json"}),
+        r = eventually(lambda: touch(api, url),
                        lambda r: r.status_code != 200 or len(r.json()["spec"]["template"]["spec"]["containers"]) == 2)
         assert r.status_code == 200, r.text
         sidecar = r.json()["spec"]["template"]["spec"]["containers"][1]
@@ -90,25 +104,16 @@ def test_what_a_mutating_webhook_adds_to_an_update_is_defaulted(api: httpx.Clien
 
 def test_a_mutating_webhook_that_patches_in_a_wrongly_typed_value_fails_the_write(
         api: httpx.Client, scoped: str, server: WebhookServer) -> None:
-    labels = {"app": "typed"}
-    deployment = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "typed"},
-                  "spec": {"selector": {"matchLabels": labels}, "template": {
-                      "metadata": {"labels": labels}, "spec": {"containers": [{"name": "c", "image": "busybox"}]}}}}
-    url = f"/apis/apps/v1/namespaces/{scoped}/deployments"
-    assert api.post(url, json=deployment).status_code == 201
-    hook = webhook("badtype.webhooks.mkpy.test", server.url("/badtype"), scoped, server.ca_bundle,
-                   rules=[{"operations": ["UPDATE"], "apiGroups": ["apps"], "apiVersions": ["v1"],
-                           "resources": ["deployments"]}])
+    url = create_deployment(api, scoped, "typed")
+    hook = deployment_update_hook("badtype.webhooks.mkpy.test", "/badtype", scoped, server)
     with configured(api, "MutatingWebhookConfiguration", hook):
-        r = eventually(lambda: api.patch(f"{url}/typed", json={"metadata": {"labels": {"touched": uuid.uuid4().hex}}},
-                                         headers={"Content-Type": "application/merge-patch+json"}),
-                       lambda r: r.status_code != 200)
+        r = eventually(lambda: touch(api, url), lambda r: r.status_code != 200)
         # kube cannot decode the patched object into a Deployment: an internal error naming the webhook
         assert r.status_code == 500, r.text
         assert r.json()["reason"] == "InternalError"
         assert 'admission webhook "badtype.webhooks.mkpy.test" returned an object that cannot be decoded' in \
             r.json()["message"]
-    assert api.get(f"{url}/typed").json()["spec"]["replicas"] == 1  # nothing was written
+    assert api.get(url).json()["spec"]["replicas"] == 1  # nothing was written
 
 
 def test_managed_fields_a_mutating_webhook_breaks_are_put_back_with_a_warning(
