@@ -10,13 +10,13 @@ the current version; a `metadata.resourceVersion` in the patched result is a pre
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 import jsonpatch
 import orjson
 
 from ..api import errors
+from ..api.jsoncopy import copy_json
 from ..api.kinds import Resource
 from ..api.strategicpatch import apply_strategic_merge_patch
 
@@ -37,7 +37,7 @@ def patch_types(resource: Resource) -> list[str]:
 def merge_patch(target: Any, patch: Any) -> Any:
     """RFC 7386: objects merge key by key, `null` deletes a key, anything else replaces."""
     if not isinstance(patch, dict):
-        return copy.deepcopy(patch)
+        return copy_json(patch)
     result = dict(target) if isinstance(target, dict) else {}
     for key, value in patch.items():
         if value is None:

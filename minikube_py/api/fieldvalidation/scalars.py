@@ -8,6 +8,7 @@ description for `json: cannot unmarshal <value> into ...`, or the whole message 
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any
 
@@ -105,6 +106,11 @@ def time_error(value: Any, layout: str = RFC3339) -> str | None:
     """`metav1.Time` (RFC 3339) and `MicroTime`: a JSON string that parses as a timestamp."""
     if not isinstance(value, str):
         return f"json: cannot unmarshal {json_kind(value)} into Go value of type string"
+    return _time_string_error(value, layout)
+
+
+@functools.lru_cache(maxsize=1024)  # objects carry the same few timestamps (creation, managedFields, status)
+def _time_string_error(value: str, layout: str) -> str | None:
     rest, parts = value, []
     for element, pattern in _ELEMENT_PATTERNS:
         match = pattern.match(rest)

@@ -38,6 +38,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import bad_request
+from ..jsoncopy import copy_json
 from . import errors
 from .merge import merge_map
 from .patchmeta import schema_for_kind
@@ -68,13 +69,5 @@ def apply_strategic_merge_patch(original: dict[str, Any], patch: Any, group: str
     if not isinstance(patch, dict):
         raise bad_request(f"json: cannot unmarshal {_JSON_KINDS[type(patch)]} into Go value of type "
                           "map[string]interface {}")
-    return merge_map(_copy(original), _copy(patch), schema)
+    return merge_map(copy_json(original), copy_json(patch), schema)
 
-
-def _copy(value: Any) -> Any:
-    """A deep copy of a decoded JSON value (much faster than `copy.deepcopy`)."""
-    if isinstance(value, dict):
-        return {key: _copy(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [_copy(item) for item in value]
-    return value

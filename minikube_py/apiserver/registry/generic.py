@@ -19,13 +19,13 @@ The resourceVersion of every object is the etcd revision that last wrote it.
 from __future__ import annotations
 
 import contextlib
-import copy
 from collections.abc import Awaitable, Callable, Iterator
 from typing import Any, Protocol
 
 from ...api import errors
 from ...api.conversion import from_storage, to_storage
 from ...api.defaults import apply_defaults, default_status, prepare_for_create, prepare_for_update
+from ...api.jsoncopy import copy_json
 from ...api.kinds import Resource
 from ...api.managedfields import FieldTracker
 from ...api.validation import validate_create, validate_update
@@ -93,7 +93,7 @@ class ResourceStore:
     def encode(self, obj: dict[str, Any]) -> bytes:
         """The value to store; drops `resourceVersion` from `obj` (callers set it again from the write)."""
         if self.resource.storage_version:
-            obj = to_storage(self.resource, copy.deepcopy(obj))
+            obj = to_storage(self.resource, copy_json(obj))
         return codec.encode(obj)
 
     # reads ----------------------------------------------------------------------------------------
@@ -195,7 +195,7 @@ class ResourceStore:
         meta["name"] = name
         self._set_namespace(meta, namespace)
         precondition = str(meta.get("resourceVersion") or "")
-        return await self.guaranteed_update(namespace, name, lambda _old: copy.deepcopy(obj),
+        return await self.guaranteed_update(namespace, name, lambda _old: copy_json(obj),
                                             precondition=precondition, uid=str(meta.get("uid") or ""),
                                             subresource=subresource, dry_run=dry_run, tracker=tracker,
                                             admission=admission)
@@ -223,7 +223,7 @@ class ResourceStore:
             # admission sees it so, and only then does the strategy settle what this write may change
             # (PrepareForUpdate)
             with decoding_errors():
-                new = mutate(copy.deepcopy(old))
+                new = mutate(copy_json(old))
                 self.default(new)
                 if tracker is not None:
                     tracker.track(old, new)
@@ -241,7 +241,7 @@ class ResourceStore:
 
     def _prepare_update(self, new: dict[str, Any], old: dict[str, Any], subresource: str) -> dict[str, Any]:
         if subresource == "status":
-            merged = copy.deepcopy(old)
+            merged = copy_json(old)
             merged["status"] = new.get("status")
             # the field manager's record of this write, and the metadata the kind lets a status write change
             for field in ("managedFields", *self.strategy.status_writable_metadata):
