@@ -7,6 +7,10 @@
                                                                              │
                   pod status from the runtime (podstatus.py) ──► status manager ──► PATCH pods/status
 
+An API update of a known pod wakes its worker only when its spec, labels, annotations or deletion changed
+(kube's UPDATE); a status-only change, most often the echo of the kubelet's own patch, is just recorded
+(kube's RECONCILE), unless another component wrote that status: then the worker writes the kubelet's back.
+
 `sync_pod` is the one place where a pod's fate is decided:
 * deleted from the API (or found in the runtime after a restart without a pod): stop and remove everything;
 * being deleted (`deletionTimestamp`): stop the containers within the grace period, report their final
@@ -100,7 +104,7 @@ class Kubelet:
         self._node_event("Normal", "Starting", "Starting kubelet.")
         await self.node.register()
         pods = self.informers.informer_for(resources.PODS, field_selector=f"spec.nodeName={self.config.node_name}")
-        pods.add_event_handler(FuncHandler(on_add=self._pod_changed, on_update=lambda old, new: self._pod_changed(new),
+        pods.add_event_handler(FuncHandler(on_add=self._pod_changed, on_update=self._pod_updated,
                                            on_delete=self._pod_deleted))
         self.informers.start()
         try:
@@ -131,6 +135,23 @@ class Kubelet:
         self.bound_pods[uid] = pod
         self.objects.register_pod(pod)
         self.workers.update(uid)
+
+    def _pod_updated(self, old: dict[str, Any], new: dict[str, Any]) -> None:
+        """kube's UPDATE vs RECONCILE (config.go `checkAndUpdatePod`, kubelet.go `HandlePodReconcile`): a pod
+        whose spec, labels, annotations or deletion differ is synced; one whose status alone changed is only
+        recorded, for the next sync and the status manager to start from. That is most often the echo of this
+        kubelet's own status patch. A status another component wrote (the node lifecycle controller marking
+        the pod not ready, a terminal phase) is a sync: the kubelet is the source of truth for the status and
+        writes its own back at once (kube's status manager does so within its 10 s reconcile), and a
+        terminal phase stops the containers."""
+        uid = new["metadata"]["uid"]
+        held = self.bound_pods.get(uid)
+        if held is None or _differ_semantically(old, new):
+            self._pod_changed(new)
+            return
+        self.bound_pods[uid] = new
+        if held.get("status") != new.get("status"):
+            self.workers.update(uid)
 
     def _pod_deleted(self, pod: Any) -> None:
         obj = getattr(pod, "obj", pod)  # DeletedFinalStateUnknown carries the last known object
@@ -363,6 +384,14 @@ class Kubelet:
             observed.runtime_error = self._runtime_error = f"container runtime is down: {error}"
         observed.runtime_version, observed.images = self._runtime_version, self._images
         return observed
+
+
+def _differ_semantically(old: dict[str, Any], new: dict[str, Any]) -> bool:
+    """kube's `podsDifferSemantically`: whether anything but the status (and bookkeeping) changed."""
+    before, after = old.get("metadata") or {}, new.get("metadata") or {}
+    return (old.get("spec") != new.get("spec")
+            or any((before.get(key) or {}) != (after.get(key) or {}) for key in ("labels", "annotations"))
+            or any(before.get(key) != after.get(key) for key in ("deletionTimestamp", "deletionGracePeriodSeconds")))
 
 
 def _reported_images(images: list[cri.Image]) -> list[dict[str, Any]]:
