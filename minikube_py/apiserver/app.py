@@ -42,7 +42,7 @@ from .admitter import Admitter, CachedClusterState
 from .authorization import build_authorizer
 from .background import BackgroundTask
 from .bootstrap import bootstrap
-from .cacher import Cacher, WatchHub
+from .cacher import Cacher, IndexedTrigger, WatchHub
 from .consistency import ConsistentReads
 from .customresources import CustomResourceController
 from .encryption import with_encryption
@@ -76,11 +76,24 @@ def build_stores(registry: Registry, storage: Storage, options: ServerOptions,
     return stores
 
 
+# kube's trigger functions: the field a resource's watch cache indexes its watchers by (cacher.py)
+INDEXED_TRIGGERS = {"pods": "spec.nodeName"}
+
+
 def build_cachers(hub: WatchHub, registry: Registry) -> dict[tuple[str, str, str], Cacher]:
     """One watch cache per storage prefix; versions that share storage (events) share the cache."""
     by_prefix: dict[str, Cacher] = {}
     return {(res.group, res.version, res.plural): by_prefix.setdefault(res.key_prefix, Cacher(hub, res.key_prefix))
             for res in registry.resources}
+
+
+def add_triggers(cachers: dict[tuple[str, str, str], Cacher],
+                 stores: dict[tuple[str, str, str], ResourceStore]) -> None:
+    """Give the caches of the resources in INDEXED_TRIGGERS their trigger, read through their store."""
+    for gvr, store in stores.items():
+        field = INDEXED_TRIGGERS.get(store.resource.group_resource)
+        if field is not None and cachers[gvr].trigger is None:
+            cachers[gvr].trigger = IndexedTrigger(field, store)
 
 
 class APIServer:
@@ -116,6 +129,7 @@ class APIServer:
             cacher.start()
         self.namespaces = NamespaceLifecycle(self.storage, self.cachers[("", "v1", "namespaces")])
         self.stores = build_stores(self.registry, self.storage, self.options, self.namespaces)
+        add_triggers(self.cachers, self.stores)
         self.cluster_state = CachedClusterState(self.stores, self.cachers)
         plugins = enabled_plugins(self.options.enable_admission_plugins, self.options.disable_admission_plugins)
         self.admission = AdmissionChain.build(plugins, self.cluster_state, self.options)

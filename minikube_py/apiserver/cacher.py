@@ -9,6 +9,14 @@ times and is decoded ten times. kube-apiserver's "cacher" instead keeps, per res
   watches and bookmarks, and the revision of the last change it applied (`applied_revision`);
 * the set of client watchers, each with a queue the change is put into once.
 
+A resource may declare an *indexed trigger* (kube's trigger functions; pods: `spec.nodeName`, see
+`app.INDEXED_TRIGGERS`): a selectable field that a watcher's field selector often pins to one value. Such a
+watcher (a kubelet's `fieldSelector=spec.nodeName=<node>`) is kept under that value, and a change is offered
+only to the watchers under its object's value after *and* before the change (so a pod that moves away or is
+bound from "" reaches both sides), plus every watcher the trigger does not index. A hundred kubelets then
+wake once per change of a pod on their node instead of a hundred times for every pod change. The trigger
+reads the value with `CachedEvent.fields`, so the decode is shared with the watchers' own filters.
+
 All caches hang off one `WatchHub`: a single etcd watch on everything under `/registry/`, whose changes
 arrive in revision order and are applied to their resource's cache as they arrive. So once the hub has
 delivered revision R, every cache holds every change up to R, whichever resource it touched: a read can
@@ -106,8 +114,9 @@ class CachedEvent:
 class CacheWatcher:
     """A client's subscription: the changes under one key prefix (or one key), in revision order."""
 
-    def __init__(self, cacher: Cacher, prefix: str, exact: bool) -> None:
+    def __init__(self, cacher: Cacher, prefix: str, exact: bool, trigger_value: str | None = None) -> None:
         self.cacher, self.prefix, self.exact = cacher, prefix, exact
+        self.trigger_value = trigger_value  # the value of the cache's indexed trigger it is kept under, if any
         self.queue: asyncio.Queue[CachedEvent | None] = asyncio.Queue(QUEUE_SIZE)
 
     def wants(self, key: str) -> bool:
@@ -130,7 +139,26 @@ class CacheWatcher:
         return event
 
     def close(self) -> None:
-        self.cacher.watchers.discard(self)
+        self.cacher.forget(self)
+
+
+class IndexedTrigger:
+    """kube's "indexed trigger" of a resource: the selectable field (pods: `spec.nodeName`) whose value a
+    watcher's field selector may pin, read from each change through `store` (the resource's store, whose
+    decoded objects and fields the watchers share)."""
+
+    def __init__(self, field: str, store: Decodes) -> None:
+        self.field, self.store = field, store
+
+    def values(self, event: CachedEvent) -> tuple[str, ...]:
+        """The field's value in the object after the change and in the one before it, where there is one
+        ("" when the object leaves it unset, e.g. a pod not bound to a node yet)."""
+        found = []
+        if event.kv is not None:
+            found.append(event.fields(self.store, "current").get(self.field, ""))
+        if event.prev is not None:
+            found.append(event.fields(self.store, "previous").get(self.field, ""))
+        return tuple(found)
 
 
 class WatchHub:
@@ -234,12 +262,16 @@ class WatchHub:
 class Cacher:
     """The cache of every key under one storage prefix (e.g. `/registry/pods/`)."""
 
-    def __init__(self, hub: WatchHub, prefix: str) -> None:
+    def __init__(self, hub: WatchHub, prefix: str, trigger: IndexedTrigger | None = None) -> None:
         self.hub, self.storage, self.prefix = hub, hub.storage, prefix
         self.objects: dict[str, KeyValue] = {}
         self.history: deque[CachedEvent] = deque(maxlen=HISTORY_SIZE)
         self.revision = 0
-        self.watchers: set[CacheWatcher] = set()
+        self.watchers: set[CacheWatcher] = set()  # all of them: progress notifications go to every one
+        # set at most once, before a watcher pins its value (app.py sets it once the resource's store exists)
+        self.trigger = trigger
+        self._unindexed: set[CacheWatcher] = set()
+        self._indexed: dict[str, set[CacheWatcher]] = {}  # trigger value -> the watchers kept under it
         self.ready = False
         self._task: asyncio.Task[None] | None = None
         self.applied_revision = 0
@@ -283,20 +315,39 @@ class Cacher:
         FRESHNESS_TIMEOUT."""
         return self.ready and await self.hub.wait_delivered(revision) and self.ready
 
-    def watch(self, prefix: str, after_revision: int, exact: bool = False) -> CacheWatcher | None:
+    def watch(self, prefix: str, after_revision: int, exact: bool = False,
+              trigger_value: str | None = None) -> CacheWatcher | None:
         """Subscribe to changes after `after_revision`, replaying those already in the window; None when
-        the window does not reach back that far (or the cache is not ready)."""
+        the window does not reach back that far (or the cache is not ready). With a `trigger_value` (the
+        value the watcher's field selector pins the trigger's field to) only the changes of objects that have
+        or had that value are offered; it is ignored by a cache without a trigger."""
         if not self.ready:
             return None
         oldest = self.history[0].revision if self.history else self.revision + 1
         if after_revision < min(oldest - 1, self.revision):
             return None
-        watcher = CacheWatcher(self, prefix, exact)
+        watcher = CacheWatcher(self, prefix, exact, trigger_value if self.trigger is not None else None)
         for event in self.history:
-            if event.revision > after_revision and watcher.wants(event.key):
+            if event.revision > after_revision and watcher.wants(event.key) and self._reaches(watcher, event):
                 watcher.offer(event)
         self.watchers.add(watcher)
+        if watcher.trigger_value is None:
+            self._unindexed.add(watcher)
+        else:
+            self._indexed.setdefault(watcher.trigger_value, set()).add(watcher)
         return watcher
+
+    def forget(self, watcher: CacheWatcher) -> None:
+        """Stop offering changes to `watcher`."""
+        self.watchers.discard(watcher)
+        if watcher.trigger_value is None:
+            self._unindexed.discard(watcher)
+            return
+        under = self._indexed.get(watcher.trigger_value)
+        if under is not None:
+            under.discard(watcher)
+            if not under:
+                del self._indexed[watcher.trigger_value]
 
     # filling ---------------------------------------------------------------------------------------
 
@@ -353,15 +404,48 @@ class Cacher:
         if event.type != "PROGRESS":
             self.history.append(event)
             self.applied_revision = event.revision
-        for watcher in list(self.watchers):
+        for watcher in self._watchers_of(event):
             if (event.type == "PROGRESS" or watcher.wants(event.key)) and not watcher.offer(event):
                 log.warning("ending a watch on %s that fell %d events behind", self.prefix, QUEUE_SIZE)
-                self.watchers.discard(watcher)
+                self.forget(watcher)
                 watcher.queue = asyncio.Queue(1)
                 watcher.offer(None)
+
+    def _watchers_of(self, event: CachedEvent) -> list[CacheWatcher]:
+        """The watchers a change is offered to: the unindexed ones, and those kept under the trigger's
+        values before and after the change; every watcher for a progress notification."""
+        if event.type == "PROGRESS" or not self._indexed:
+            return list(self.watchers if event.type == "PROGRESS" else self._unindexed)
+        values = self._trigger_values(event)
+        if values is None:
+            return list(self.watchers)
+        found = list(self._unindexed)
+        for value in set(values):
+            found.extend(self._indexed.get(value, ()))
+        return found
+
+    def _reaches(self, watcher: CacheWatcher, event: CachedEvent) -> bool:
+        """Whether `_watchers_of(event)` includes `watcher` (for replaying the history to a new one)."""
+        if watcher.trigger_value is None:
+            return True
+        values = self._trigger_values(event)
+        return values is None or watcher.trigger_value in values
+
+    def _trigger_values(self, event: CachedEvent) -> tuple[str, ...] | None:
+        """The trigger's values of a change; None when they cannot be read (every watcher then gets the
+        change, and fails on it as it would without the index)."""
+        assert self.trigger is not None
+        try:
+            return self.trigger.values(event)
+        except Exception:  # whatever a bad stored value raises, the hub must go on
+            log.warning("cannot read %s of %s at revision %d", self.trigger.field, event.key, event.revision,
+                        exc_info=True)
+            return None
 
     def _end_watchers(self) -> None:
         for watcher in list(self.watchers):
             watcher.queue = asyncio.Queue(1)
             watcher.offer(None)
         self.watchers.clear()
+        self._unindexed.clear()
+        self._indexed.clear()

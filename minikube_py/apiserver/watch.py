@@ -37,6 +37,7 @@ async def watch_events(store: ResourceStore, cacher: Cacher, namespace: str, opt
     """Yield event lines until the client goes away or the caller's timeout cancels us."""
     keep = object_filter(store.resource, options)
     key, exact = _watch_key(store, namespace, options)
+    pinned = _trigger_value(cacher, options)
     rv = options.resource_version
     async with AsyncExitStack() as stack:
         if rv is None or rv == "0":
@@ -44,7 +45,7 @@ async def watch_events(store: ResourceStore, cacher: Cacher, namespace: str, opt
                 raise errors.service_unavailable(f"the watch cache for {store.resource.group_resource} "
                                                  "is not ready yet, please retry")
             kvs, revision = cacher.snapshot(key, exact)
-            watcher = cacher.watch(key, revision, exact)
+            watcher = cacher.watch(key, revision, exact, pinned)
             assert watcher is not None
             stack.callback(watcher.close)
             for kv in kvs:
@@ -55,7 +56,7 @@ async def watch_events(store: ResourceStore, cacher: Cacher, namespace: str, opt
             start = revision + 1
         else:
             start = int(rv) + 1
-            cached = cacher.watch(key, start - 1, exact)
+            cached = cacher.watch(key, start - 1, exact, pinned)
             if cached is not None:
                 stack.callback(cached.close)
                 events = cached
@@ -111,6 +112,14 @@ def _watch_key(store: ResourceStore, namespace: str, options: ListOptions) -> tu
     if name and (namespace or not store.resource.namespaced):
         return store.key(namespace, name), True
     return store.prefix(namespace), False
+
+
+def _trigger_value(cacher: Cacher, options: ListOptions) -> str | None:
+    """The value the field selector pins the cache's indexed trigger to (a kubelet's `spec.nodeName=<node>`):
+    the cache then offers this watch only the changes of objects that have or had it."""
+    if cacher.trigger is None:
+        return None
+    return options.field_selector.requires_exact_match(cacher.trigger.field)
 
 
 def _bookmark(store: ResourceStore, revision: int) -> dict[str, Any]:

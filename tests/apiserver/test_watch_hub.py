@@ -10,17 +10,9 @@ import pytest
 
 from minikube_py.apiserver.cacher import Cacher, WatchHub
 from minikube_py.store.etcd import EtcdStorage
-from minikube_py.store.etcd_server import EtcdServer
 from tests.store.helpers import wait_until
 
 RESOURCES = ("pods/", "configmaps/", "services/specs/", "services/endpoints/")
-
-
-@pytest.fixture()
-async def storage(etcd_server: EtcdServer) -> AsyncIterator[EtcdStorage]:
-    store = await EtcdStorage.connect([etcd_server.endpoint], timeout=5.0)
-    yield store
-    await store.close()
 
 
 @pytest.fixture()

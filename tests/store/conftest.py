@@ -1,21 +1,11 @@
-"""Fixtures for the storage contract tests: a client on the session's etcd and a fresh key prefix per test."""
+"""Fixtures for the storage contract tests: a fresh key prefix per test (their etcd client, `storage`, is
+tests/conftest.py's)."""
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator
 
 import pytest
-
-from minikube_py.store.etcd import EtcdStorage
-from minikube_py.store.etcd_server import EtcdServer
-
-
-@pytest.fixture()
-async def storage(etcd_server: EtcdServer) -> AsyncIterator[EtcdStorage]:
-    store = await EtcdStorage.connect([etcd_server.endpoint], timeout=5.0)
-    yield store
-    await store.close()
 
 
 @pytest.fixture()
