@@ -414,8 +414,10 @@ class Cacher:
     def _watchers_of(self, event: CachedEvent) -> list[CacheWatcher]:
         """The watchers a change is offered to: the unindexed ones, and those kept under the trigger's
         values before and after the change; every watcher for a progress notification."""
-        if event.type == "PROGRESS" or not self._indexed:
-            return list(self.watchers if event.type == "PROGRESS" else self._unindexed)
+        if event.type == "PROGRESS":
+            return list(self.watchers)
+        if not self._indexed:
+            return list(self._unindexed)
         values = self._trigger_values(event)
         if values is None:
             return list(self.watchers)
