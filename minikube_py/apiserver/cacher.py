@@ -4,7 +4,8 @@ Without it, each client watch is an etcd watch of its own, so a write seen by te
 times and is decoded ten times. kube-apiserver's "cacher" instead keeps, per resource:
 
 * the current objects (`objects`), filled by one list and kept current by the changes etcd sends;
-* a window of recent changes (`history`), so a watch from a recent resourceVersion is replayed from memory;
+* a window of recent changes (`history`), so a watch from a recent resourceVersion is replayed from memory
+  (and the Node authorizer's graph, nodegraph.py, re-reads only the objects that changed: `changed_since`);
 * the revision it has caught up to (`revision`, which etcd's progress notifications also advance) for
   watches and bookmarks, and the revision of the last change it applied (`applied_revision`);
 * the set of client watchers, each with a queue the change is put into once.
@@ -262,10 +263,12 @@ class WatchHub:
 class Cacher:
     """The cache of every key under one storage prefix (e.g. `/registry/pods/`)."""
 
-    def __init__(self, hub: WatchHub, prefix: str, trigger: IndexedTrigger | None = None) -> None:
+    def __init__(self, hub: WatchHub, prefix: str, trigger: IndexedTrigger | None = None, *,
+                 history_size: int = HISTORY_SIZE) -> None:
         self.hub, self.storage, self.prefix = hub, hub.storage, prefix
         self.objects: dict[str, KeyValue] = {}
-        self.history: deque[CachedEvent] = deque(maxlen=HISTORY_SIZE)
+        self.history: deque[CachedEvent] = deque(maxlen=history_size)
+        self.history_from = 0  # `history` holds every change after this revision
         self.revision = 0
         self.watchers: set[CacheWatcher] = set()  # all of them: progress notifications go to every one
         # set at most once, before a watcher pins its value (app.py sets it once the resource's store exists)
@@ -309,6 +312,19 @@ class Cacher:
         body = orjson.dumps(store.decode(kv))
         self._encoded[kv.key] = (kv.mod_revision, id(store), body)
         return body
+
+    def changed_since(self, revision: int) -> list[str] | None:
+        """The keys of the changes applied after `revision`, oldest first (a key once per change); None when
+        the window no longer holds all of them."""
+        if revision < self.history_from:
+            return None
+        keys = []
+        for event in reversed(self.history):
+            if event.revision <= revision:
+                break
+            keys.append(event.key)
+        keys.reverse()
+        return keys
 
     async def wait_fresh(self, revision: int) -> bool:
         """Wait until the cache holds every change up to `revision`; False if it is not ready, or after
@@ -372,7 +388,7 @@ class Cacher:
         self.objects = {kv.key: kv for kv in listed.items}
         self._encoded.clear()
         self.history.clear()
-        self.revision = self.applied_revision = start
+        self.revision = self.applied_revision = self.history_from = start
         pending, self._pending = self._pending, None
         if self._lost.done():  # the hub's watch broke while we listed: those changes may be incomplete
             return
@@ -402,6 +418,8 @@ class Cacher:
             self._encoded.pop(event.key, None)
         self.revision = max(self.revision, event.revision)
         if event.type != "PROGRESS":
+            if len(self.history) == self.history.maxlen:  # the oldest change leaves the window
+                self.history_from = self.history[0].revision
             self.history.append(event)
             self.applied_revision = event.revision
         for watcher in self._watchers_of(event):

@@ -14,8 +14,9 @@ shape, so here the graph is kept as indexes:
 
 Usage rules: `has_path` is called by the authorizer on each request of a node. It first brings the
 indexes up to date when a watch cache has applied changes since the last look, re-reading only the
-objects whose mod revision moved, so a newly bound pod's secrets are readable as soon as the cache has
-the pod and a status update costs one decode. It never blocks and never touches etcd.
+objects the cache's window of recent changes names (every object after a relist), so a newly bound pod's
+secrets are readable as soon as the cache has the pod, and a status update costs one decode however many
+pods there are. It never blocks and never touches etcd.
 """
 
 from __future__ import annotations
@@ -44,6 +45,8 @@ class ObjectCache(Protocol):
     objects: dict[str, KeyValue]
     applied_revision: int
 
+    def changed_since(self, revision: int) -> list[str] | None: ...
+
 
 class Decoder(Protocol):
     def decode(self, kv: KeyValue) -> dict[str, Any]: ...
@@ -59,18 +62,23 @@ class _Source:
     seen_state: tuple[int, int] = (0, -1)  # (id of the objects dict, applied revision)
 
     def changes(self) -> tuple[list[str], list[tuple[str, dict[str, Any]]]]:
-        """Keys gone and (key, object) changed since the last call; nothing when the cache did not move."""
+        """Keys gone and (key, object) changed since the last call; nothing when the cache did not move.
+
+        Only the keys the cache's window says changed are looked at; every key when the window no longer
+        reaches back to the last call, or the cache relisted (a relist replaces the dict)."""
         objects = self.cache.objects
-        state = (id(objects), self.cache.applied_revision)  # a relist replaces the dict
+        state = (id(objects), self.cache.applied_revision)
         if state == self.seen_state:
             return [], []
+        keys = self.cache.changed_since(self.seen_state[1]) if state[0] == self.seen_state[0] else None
         self.seen_state = state
-        gone = [key for key in self.seen if key not in objects]
-        for key in gone:
-            del self.seen[key]
-        changed = []
-        for key, kv in objects.items():
-            if self.seen.get(key) != kv.mod_revision:
+        gone, changed = [], []
+        for key in dict.fromkeys([*self.seen, *objects] if keys is None else keys):
+            kv = objects.get(key)
+            if kv is None:
+                if self.seen.pop(key, None) is not None:
+                    gone.append(key)
+            elif self.seen.get(key) != kv.mod_revision:
                 self.seen[key] = kv.mod_revision
                 changed.append((key, self.store.decode(kv)))
         return gone, changed

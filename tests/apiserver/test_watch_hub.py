@@ -64,3 +64,30 @@ async def test_a_write_the_hub_cannot_see_leaves_the_read_to_etcd(storage: EtcdS
                                                                   caches: dict[str, Cacher]) -> None:
     outside = await storage.create(f"/elsewhere-{uuid.uuid4().hex[:8]}", b"{}")  # `etcdctl put` by hand
     assert not await caches["pods/"].wait_fresh(outside)
+
+
+
+async def test_a_cache_names_the_keys_changed_since_a_revision_while_its_window_holds_them(
+        storage: EtcdStorage, caches: dict[str, Cacher]) -> None:
+    pods = caches["pods/"]
+    window = Cacher(pods.hub, pods.prefix.replace("pods/", "secrets/"), history_size=3)
+    window.start()
+    await wait_until(lambda: window.ready, "the secrets' cache ready")
+    try:
+        since = window.applied_revision
+        assert window.changed_since(since) == []
+        first = await storage.create(window.prefix + "ns/a", b"{}")
+        await storage.create(window.prefix + "ns/b", b"{}")
+        await storage.create(pods.prefix + "ns/c", b"{}")  # another resource's change
+        await storage.update(window.prefix + "ns/a", b"{}", expected_revision=None)
+        assert await window.wait_fresh(await storage.current_revision())
+        assert window.changed_since(since) == [window.prefix + "ns/a", window.prefix + "ns/b", window.prefix + "ns/a"]
+        assert window.changed_since(first) == [window.prefix + "ns/b", window.prefix + "ns/a"]
+        # the oldest change leaves the window: it can no longer say what changed since before it
+        await storage.delete(window.prefix + "ns/b")
+        assert await window.wait_fresh(await storage.current_revision())
+        assert window.changed_since(since) is None
+        assert window.changed_since(first) == [window.prefix + "ns/b", window.prefix + "ns/a", window.prefix + "ns/b"]
+        assert window.changed_since(window.applied_revision) == []
+    finally:
+        await window.stop()

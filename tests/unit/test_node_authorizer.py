@@ -40,19 +40,30 @@ def attrs(verb: str, resource: str, name: str = "", namespace: str = "ns", group
 
 
 class FakeCache:
-    """The two fields of a watch cache the graph reads."""
+    """What the graph reads of a watch cache: its objects, revision and window of recent changes (the last
+    `window` of them)."""
 
-    def __init__(self) -> None:
+    def __init__(self, window: int = 100) -> None:
         self.objects: dict[str, KeyValue] = {}
         self.applied_revision = 0
+        self.window = window
+        self.changes: list[tuple[int, str]] = []
 
     def put(self, key: str, obj: dict[str, Any]) -> None:
         self.applied_revision += 1
         self.objects[key] = KeyValue(key, orjson.dumps(obj), 1, self.applied_revision)
+        self.changes.append((self.applied_revision, key))
 
     def delete(self, key: str) -> None:
         self.applied_revision += 1
         del self.objects[key]
+        self.changes.append((self.applied_revision, key))
+
+    def changed_since(self, revision: int) -> list[str] | None:
+        kept = self.changes[-self.window:]
+        if len(self.changes) > len(kept) and revision < kept[0][0] - 1:
+            return None
+        return [key for at, key in kept if at > revision]
 
 
 class JSONStore:
@@ -306,4 +317,44 @@ def test_a_relisted_cache_is_read_again(caches: Any) -> None:
     revision = pods.applied_revision
     pods.objects = {}  # what a relist after a broken watch leaves, at the same revision
     pods.applied_revision = revision
+    assert not graph.has_path("n1", "pod", "ns", "p1")
+
+
+class CountingDict(dict[str, KeyValue]):
+    """A cache's objects that count how often they are walked."""
+
+    walks = 0
+
+    def __iter__(self):  # type: ignore[no-untyped-def]
+        CountingDict.walks += 1
+        return super().__iter__()
+
+
+def test_the_graph_looks_only_at_the_keys_the_window_names(caches: Any) -> None:
+    pods, _, store = caches
+    pods.objects = CountingDict()
+    for i in range(50):
+        pods.put(f"/registry/pods/ns/p{i}", pod(f"p{i}"))
+    graph = graph_of(caches)
+    assert graph.has_path("n1", "pod", "ns", "p7")  # the first look reads everything
+    walks = CountingDict.walks
+    pods.put("/registry/pods/ns/p7", pod("p7", "n2"))
+    pods.delete("/registry/pods/ns/p8")
+    assert graph.has_path("n2", "pod", "ns", "p7") and not graph.has_path("n1", "pod", "ns", "p7")
+    assert not graph.has_path("n1", "pod", "ns", "p8")
+    assert CountingDict.walks == walks and store.decodes == 51
+
+
+def test_changes_beyond_the_window_are_found_by_reading_everything(caches: Any) -> None:
+    pods, _, _ = caches
+    pods.window = 2
+    for i in range(3):
+        pods.put(f"/registry/pods/ns/p{i}", pod(f"p{i}"))
+    graph = graph_of(caches)
+    assert graph.has_path("n1", "pod", "ns", "p0")
+    pods.delete("/registry/pods/ns/p0")
+    pods.put("/registry/pods/ns/p1", pod("p1", "n2"))
+    pods.put("/registry/pods/ns/p2", pod("p2", "n2"))  # the window now holds only the last two changes
+    assert not graph.has_path("n1", "pod", "ns", "p0")
+    assert graph.has_path("n2", "pod", "ns", "p1") and graph.has_path("n2", "pod", "ns", "p2")
     assert not graph.has_path("n1", "pod", "ns", "p1")
