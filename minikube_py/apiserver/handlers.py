@@ -259,7 +259,8 @@ class ResourceHandler:
             nonlocal warnings
             target = to_scale(store.resource, live, for_update=True) if sub == "scale" else live
             patched = patch.apply_patch(content_type, target, patch_body, gvk)
-            patched, warnings = fieldvalidation.check_patched(gvk, patched, mode, patch_strict_errors=strict)
+            patched, warnings = fieldvalidation.check_patched(gvk, patched, mode, patch_strict_errors=strict,
+                                                              patch=patch_body, content_type=content_type)
             if sub == "scale":
                 return set_replicas(store.resource, live, (patched.get("spec") or {}).get("replicas"))
             negotiation.check_object_meta(patched.setdefault("metadata", {}))

@@ -6,17 +6,28 @@ only exist before parsing.
 
 from __future__ import annotations
 
+import functools
 import json
 from typing import Any
 
 import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
 
 from minikube_py.api import fieldvalidation as fv
 from minikube_py.api.errors import APIError
 from minikube_py.api.fieldvalidation import scalars
-from minikube_py.api.fieldvalidation.decoder import decode, loads_marking_duplicates
-from minikube_py.api.fieldvalidation.tree import STRING, STRUCT, Node
+from minikube_py.api.fieldvalidation.decoder import (
+    DecodeError,
+    decode,
+    decode_touched,
+    loads_marking_duplicates,
+)
+from minikube_py.api.fieldvalidation.tree import STRING, STRUCT, Node, kind_tree
 from minikube_py.api.gofmt import go_v
+from minikube_py.api.jsoncopy import copy_json
+from minikube_py.api.strategicpatch import apply_strategic_merge_patch
+from minikube_py.apiserver.patch import merge_patch
 
 DEPLOYMENT = ("apps", "v1", "Deployment")
 POD = ("", "v1", "Pod")
@@ -255,3 +266,195 @@ def test_go_v_prints_like_gos_percent_v() -> None:
 
 def test_warning_headers_quote_the_text() -> None:
     assert fv.warning_header('unknown field "spec.foo"') == '299 - "unknown field \\"spec.foo\\""'
+
+
+# patches: checked where they changed the object --------------------------------------------------------
+
+MERGE, STRATEGIC = "application/merge-patch+json", "application/strategic-merge-patch+json"
+TS = "2024-05-01T10:00:00Z"
+# A live Deployment as storage holds it: decoded and pruned when it was written, so clean.
+LIVE_DEPLOYMENT: dict[str, Any] = {
+    "apiVersion": "apps/v1", "kind": "Deployment",
+    "metadata": {"name": "web", "namespace": "default", "labels": {"app": "web"}, "finalizers": ["a", "b"],
+                 "annotations": {"deployment.kubernetes.io/revision": "1"}, "creationTimestamp": TS,
+                 "managedFields": [{"manager": "kubectl", "operation": "Update", "apiVersion": "apps/v1",
+                                    "time": TS, "fieldsType": "FieldsV1", "fieldsV1": {"f:spec": {"f:replicas": {}}}}]},
+    "spec": {"replicas": 2, "paused": False, "selector": {"matchLabels": {"app": "web"}},
+             "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": "25%", "maxUnavailable": 1}},
+             "template": {"metadata": {"labels": {"app": "web"}},
+                          "spec": {"containers": [{"name": "app", "image": "nginx", "env": [{"name": "A", "value": "1"}],
+                                                   "resources": {"limits": {"cpu": "500m"}}},
+                                                  {"name": "sidecar", "image": "busybox"}],
+                                   "tolerations": [{"key": "k", "operator": "Exists"}]}}},
+    "status": {"replicas": 2, "conditions": [{"type": "Available", "status": "True", "lastUpdateTime": TS}]},
+}
+
+
+def applied(content_type: str, live: dict[str, Any], patch: dict[str, Any]) -> dict[str, Any]:
+    """`live` with `patch` applied, as the PATCH handler applies it (on a copy: merge patch shares values)."""
+    if content_type == MERGE:
+        return merge_patch(copy_json(live), patch)
+    return apply_strategic_merge_patch(live, patch, *DEPLOYMENT)
+
+
+def both_walks(content_type: str, patch: dict[str, Any]) -> tuple[Any, Any]:
+    """What the full walk and the partial walk make of `LIVE_DEPLOYMENT` patched: (pruned, strict errors), or
+    the DecodeError's message."""
+    tree = kind_tree(*DEPLOYMENT)
+    assert tree is not None
+    outcomes = []
+    for walk in (lambda patched: decode(tree, patched), lambda patched: decode_touched(tree, patched, patch)):
+        try:
+            outcomes.append(walk(applied(content_type, LIVE_DEPLOYMENT, patch)))
+        except DecodeError as exc:
+            outcomes.append(str(exc))
+    return outcomes[0], outcomes[1]
+
+
+def test_the_live_deployment_is_clean() -> None:
+    tree = kind_tree(*DEPLOYMENT)
+    assert tree is not None
+    assert decode(tree, copy_json(LIVE_DEPLOYMENT)) == (LIVE_DEPLOYMENT, [])
+
+
+CONTAINERS_PATH = "spec.template.spec.containers"
+PATCH_CASES = [
+    ("a scalar in a nested struct", MERGE, {"spec": {"replicas": 3}}, []),
+    ("a null deletes a field", MERGE, {"spec": {"paused": None, "strategy": {"rollingUpdate": None}}}, []),
+    ("a map with a key deleted and one added", STRATEGIC, {"metadata": {"labels": {"app": None, "tier": "web"}}}, []),
+    ("unknown fields at several depths, in the object's order", MERGE,
+     {"zz": 1, "spec": {"template": {"spec": {"bogus": 1}}, "aa": {"b": 2}}, "metadata": {"x": None, "y": 1}},
+     ['unknown field "metadata.y"', 'unknown field "spec.template.spec.bogus"', 'unknown field "spec.aa"',
+      'unknown field "zz"']),
+    ("a list of structs replaced by a merge patch", MERGE,
+     {"spec": {"template": {"spec": {"containers": [{"name": "app", "image": "x", "bogus": 1}]}}}},
+     [f'unknown field "{CONTAINERS_PATH}[0].bogus"']),
+    ("a list of structs merged by key, with its order set", STRATEGIC,
+     {"spec": {"template": {"spec": {"$setElementOrder/containers": [{"name": "sidecar"}, {"name": "app"}],
+                                     "containers": [{"name": "app", "weird": True}]}}}},
+     [f'unknown field "{CONTAINERS_PATH}[1].weird"']),
+    ("only a list's order set", STRATEGIC,
+     {"spec": {"template": {"spec": {"$setElementOrder/containers": [{"name": "sidecar"}, {"name": "app"}]}}}}, []),
+    ("values taken out of a list of scalars", STRATEGIC, {"metadata": {"$deleteFromPrimitiveList/finalizers": ["a"]}},
+     []),
+    ("retained keys", STRATEGIC, {"spec": {"strategy": {"$retainKeys": ["type"], "type": "Recreate"}}}, []),
+    ("a replaced struct", STRATEGIC,
+     {"spec": {"template": {"$patch": "replace", "spec": {"containers": [{"name": "c", "image": "i"}], "x": None,
+                                                          "y": 1}}}},
+     ['unknown field "spec.template.spec.x"', 'unknown field "spec.template.spec.y"']),
+    ("a $ key strategic merge patch does not know is a field", STRATEGIC, {"spec": {"$foo": 1}},
+     ['unknown field "spec.$foo"']),
+    ("directives mean nothing to a merge patch", MERGE, {"spec": {"$patch": "replace"}},
+     ['unknown field "spec.$patch"']),
+    ("a null list item decodes to the zero value", MERGE, {"spec": {"template": {"spec": {"tolerations": [None]}}}},
+     []),
+    ("a wrong type in a struct", MERGE, {"spec": {"selector": {"matchLabels": {"app": 1}}}},
+     "json: cannot unmarshal number into Go struct field LabelSelector.spec.selector.matchLabels of type string"),
+    ("a scalar where a struct goes", MERGE, {"spec": {"template": "none"}},
+     "json: cannot unmarshal string into Go struct field DeploymentSpec.spec.template of type v1.PodTemplateSpec"),
+    ("a wrong type in a list merged by key", STRATEGIC,
+     {"status": {"conditions": [{"type": "Available", "lastUpdateTime": "yesterday"}]}},
+     'parsing time "yesterday" as "2006-01-02T15:04:05Z07:00": cannot parse "yesterday" as "2006"'),
+    ("the first type error in the object's order", MERGE,
+     {"status": {"replicas": "x"}, "spec": {"replicas": "y"}},
+     "json: cannot unmarshal string into Go struct field DeploymentSpec.spec.replicas of type int32"),
+]
+
+
+@pytest.mark.parametrize("case, content_type, patch, expected", PATCH_CASES, ids=[c[0] for c in PATCH_CASES])
+def test_a_patch_is_checked_where_it_changed_the_object(case: str, content_type: str, patch: dict[str, Any],
+                                                        expected: list[str] | str) -> None:
+    full, partial = both_walks(content_type, patch)
+    assert partial == full
+    assert (full if isinstance(full, str) else full[1]) == expected
+
+
+# Patch fragments a property test combines: known and unknown fields at several depths, nulls, wrong types,
+# lists of structs, maps, and strategic merge directives (which a merge patch takes for unknown fields).
+FRAGMENTS = [
+    {"spec": {"replicas": st.sampled_from([3, "3", 1.5, None])}},
+    {"spec": {"paused": st.sampled_from([None, True, "no"])}},
+    {"spec": {"foo": st.sampled_from([1, {"bar": 1}, None])}},
+    {"extra": {"deep": 1}},
+    {"metadata": {"labels": st.sampled_from([{"tier": "web", "app": None}, {"n": 1}, None])}},
+    {"metadata": {"bogus": {"x": 1}, "annotations": {"a": "b"}}},
+    {"metadata": {"$deleteFromPrimitiveList/finalizers": ["a"]}},
+    {"spec": {"template": {"spec": {"containers": st.sampled_from([
+        [{"name": "app", "image": "x"}], [{"name": "sidecar", "bogus": 1}], [{"name": "app", "ports": "80"}],
+        [{"name": "new", "resources": {"limits": {"cpu": "lots"}}}], [None]])}}}},
+    {"spec": {"template": {"spec": {"$setElementOrder/containers": [{"name": "sidecar"}, {"name": "app"}]}}}},
+    {"spec": {"template": {"metadata": {"labels": {"v": "2"}, "oops": 1}, "spec": {"nodeSelector": {"x": "y"}}}}},
+    {"spec": {"template": {"spec": {"tolerations": st.sampled_from([[None], [{"key": "k", "effect": 3}], None])}}}},
+    {"spec": {"template": st.sampled_from(["none", {"$patch": "replace", "spec": {"containers": [], "x": 1}}])}},
+    {"spec": {"strategy": {"rollingUpdate": {"maxSurge": st.sampled_from([1, "50%", True, None])}}}},
+    {"spec": {"selector": st.sampled_from([None, {"$patch": "delete"}, {"matchLabels": {"app": 1}}])}},
+    {"spec": {"$foo": 1}},
+    {"status": {"conditions": [{"type": "Available", "status": "False",
+                                "lastUpdateTime": st.sampled_from([TS, "bad", None]), "unknown": 1}]}},
+]
+
+
+def as_strategy(template: Any) -> st.SearchStrategy[Any]:
+    """A strategy for a fragment whose values may be strategies themselves."""
+    if isinstance(template, st.SearchStrategy):
+        return template
+    if isinstance(template, dict):
+        return st.fixed_dictionaries({key: as_strategy(value) for key, value in template.items()})
+    return st.just(template)
+
+
+def overlay(base: Any, top: Any) -> Any:
+    """Two fragments as one patch document: objects combine key by key, anything else in `top` wins (nulls
+    included: they are part of the patch)."""
+    if not (isinstance(base, dict) and isinstance(top, dict)):
+        return top
+    return {**base, **{key: overlay(base.get(key), value) for key, value in top.items()}}
+
+
+PATCHES = st.lists(st.one_of([as_strategy(fragment) for fragment in FRAGMENTS]), min_size=1, max_size=5).map(
+    lambda fragments: functools.reduce(overlay, fragments, {}))
+
+
+@settings(max_examples=300, deadline=None)
+@given(patch=PATCHES, content_type=st.sampled_from([MERGE, STRATEGIC]))
+def test_the_partial_walk_equals_the_full_walk(patch: dict[str, Any], content_type: str) -> None:
+    try:
+        full, partial = both_walks(content_type, patch)
+    except APIError:  # a strategic merge patch that does not apply never gets to the check
+        assume(False)
+    assert partial == full
+
+
+def test_an_unknown_field_the_patch_did_not_reach_is_not_reported() -> None:
+    """The one difference from checking the whole patched object, and the point of it: the live object was
+    checked when it was written, so what the patch left alone is not looked at again."""
+    live = copy_json(LIVE_DEPLOYMENT)
+    live["spec"]["template"]["spec"]["legacy"] = 1  # cannot be stored through the API: planted here
+    patch = {"metadata": {"labels": {"tier": "web"}}}
+    obj, warnings = fv.check_patched(DEPLOYMENT, merge_patch(copy_json(live), patch), fv.STRICT, patch=patch,
+                                     content_type=MERGE)
+    assert warnings == [] and obj["spec"]["template"]["spec"]["legacy"] == 1
+    # a JSON patch can put values anywhere, so its result is checked whole
+    with pytest.raises(APIError) as caught:
+        fv.check_patched(DEPLOYMENT, merge_patch(copy_json(live), patch), fv.STRICT,
+                         patch=[{"op": "add", "path": "/metadata/labels/tier", "value": "web"}],
+                         content_type="application/json-patch+json")
+    assert caught.value.message.endswith('strict decoding error: unknown field "spec.template.spec.legacy"')
+
+
+@pytest.mark.parametrize("content_type, patch", [
+    (MERGE, {"spec": {"template": {"spec": {"containers": [{"name": "app", "imagePolicy": "x"}]}}}, "x": 1}),
+    (STRATEGIC, {"spec": {"template": {"spec": {"containers": [{"name": "app", "imagePolicy": "x"}]}}}, "x": 1}),
+    (MERGE, {"spec": {"replicas": "x", "paused": True}}),
+    (STRATEGIC, {"status": {"conditions": [{"type": "Available", "lastUpdateTime": "yesterday"}]}}),
+])
+def test_bad_input_in_the_patch_is_the_same_422_as_before(content_type: str, patch: dict[str, Any]) -> None:
+    shown = go_v(patch) if content_type == STRATEGIC else None
+    refusals = []
+    for touched_only in (False, True):
+        with pytest.raises(APIError) as caught:
+            fv.check_patched(DEPLOYMENT, applied(content_type, LIVE_DEPLOYMENT, patch), fv.STRICT, shown=shown,
+                             **({"patch": patch, "content_type": content_type} if touched_only else {}))
+        refusals.append((caught.value.code, caught.value.message, caught.value.details))
+    assert refusals[0] == refusals[1]
+    assert refusals[1][0] == 422 and "patch: Invalid value: " in refusals[1][1]

@@ -31,6 +31,12 @@ Usage (handler side):
 Patches check the patched object instead (`check_patched`), together with the strict errors of the patch
 document itself (`patch_errors`); `as_typed` checks an object the server got elsewhere (a mutating
 webhook's patch). Kinds without an upstream definition are not checked.
+
+A merge or strategic merge patch is checked only where it changed the object (`decode_touched`): the fields
+its keys lead to. That is safe because everything else in the patched object is the live object, which was
+decoded, pruned and stored clean, so walking it again would find nothing; on a kubelet's status patch it
+spares the walk over the whole spec and metadata. A JSON patch can move and copy values anywhere, so its
+result is checked whole.
 """
 
 from __future__ import annotations
@@ -42,11 +48,20 @@ import orjson
 
 from .. import errors
 from ..gofmt import go_json
-from .decoder import DecodeError, decode, has_duplicates, loads_marking_duplicates, untyped_strict_errors
+from .decoder import (
+    DecodeError,
+    decode,
+    decode_touched,
+    has_duplicates,
+    loads_marking_duplicates,
+    untyped_strict_errors,
+)
 from .tree import kind_tree
 
 STRICT, WARN, IGNORE = "Strict", "Warn", "Ignore"
 DIRECTIVES = ("", IGNORE, STRICT, WARN)
+JSON_PATCH = "application/json-patch+json"
+MERGING_PATCHES = frozenset({"application/merge-patch+json", "application/strategic-merge-patch+json"})
 JSON_PATCH_OP_FIELDS = frozenset({"op", "path", "from", "value"})
 
 GVK = tuple[str, str, str]
@@ -105,12 +120,15 @@ def as_typed(gvk: GVK, obj: dict[str, Any]) -> dict[str, Any]:
 
 
 def check_patched(gvk: GVK, patched: dict[str, Any], mode: str, *, patch_strict_errors: list[str] | tuple[()] = (),
-                  shown: str | None = None) -> tuple[dict[str, Any], list[str]]:
+                  shown: str | None = None, patch: Any = None,
+                  content_type: str = "") -> tuple[dict[str, Any], list[str]]:
     """Check a patched object: the object to store and the warnings, or 422 Invalid on the field `patch`.
 
     `patch_strict_errors` come from the patch document itself (`patch_errors`). `shown` is the value kube
     quotes in the error: the patched object's JSON for JSON and merge patches (the default), the patch
-    document in Go's `%+v` form (`gofmt.go_v`) for strategic merge patches.
+    document in Go's `%+v` form (`gofmt.go_v`) for strategic merge patches. `patch` is the parsed patch
+    document and `content_type` its media type: for a merge or strategic merge patch only the fields the
+    patch reached are checked (`decode_touched`); otherwise, or without them, the whole object is.
     """
     tree = kind_tree(*gvk)
     if tree is None:
@@ -126,7 +144,10 @@ def check_patched(gvk: GVK, patched: dict[str, Any], mode: str, *, patch_strict_
         return shown if shown is not None else go_json(orjson.loads(snapshot))
 
     try:
-        pruned, strict_errors = decode(tree, patched)
+        if content_type in MERGING_PATCHES and isinstance(patch, dict):
+            pruned, strict_errors = decode_touched(tree, patched, patch)
+        else:
+            pruned, strict_errors = decode(tree, patched)
     except DecodeError as exc:
         raise _invalid_patch(quoted(), str(exc)) from None
     found = list(patch_strict_errors) + strict_errors
@@ -144,7 +165,7 @@ def patch_errors(content_type: str, raw_patch: bytes, mode: str) -> list[str]:
         patch = loads_marking_duplicates(raw_patch)
     except ValueError:
         return []  # the patch decoder reports malformed patches
-    if content_type == "application/json-patch+json" and isinstance(patch, list):
+    if content_type == JSON_PATCH and isinstance(patch, list):
         return [f"json patch {error}" for error in untyped_strict_errors(patch, "", JSON_PATCH_OP_FIELDS)]
     return untyped_strict_errors(patch) if has_duplicates(patch) else []
 

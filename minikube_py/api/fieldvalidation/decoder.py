@@ -13,6 +13,9 @@ the path in a type error names struct fields only, after the Go struct that hold
 
 Duplicate keys are invisible once JSON is parsed into dicts, so bodies that are checked are parsed with
 `loads_marking_duplicates`, which marks every object that had repeated keys.
+
+`decode_touched` is `decode` for the result of a merge or strategic merge patch: it decodes only the fields
+the patch document reached, since the rest of the object is the live object, decoded when it was written.
 """
 
 from __future__ import annotations
@@ -125,6 +128,22 @@ def decode(tree: Node, body: dict[str, Any]) -> tuple[dict[str, Any], list[str]]
     return decoder.struct(tree, body, "", "", ""), decoder.errors
 
 
+def decode_touched(tree: Node, patched: dict[str, Any], patch: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """`decode` for `patched`, the live object with the merge or strategic merge patch `patch` applied.
+
+    Only the fields `patch` names are decoded, each as `decode` decodes it; where the patch and `patched`
+    both hold a JSON object for a struct field, only the keys the patch names inside it are, and so on down.
+    The other fields are the live object's and are kept as they are: a merge leaves them alone (a strategic
+    merge may reorder a list by `$setElementOrder` or take values out of it, which keeps it clean).
+
+    The result is `decode(tree, patched)`'s (the same pruned object, strict errors in the same order, the
+    same DecodeError) whenever the live object is clean, as the live object of a built-in kind is: it was
+    decoded when it was written. Unknown fields the live object holds anyway are not reported.
+    """
+    decoder = _Decoder()
+    return decoder.touched(tree, patched, patch, ""), decoder.errors
+
+
 class _Decoder:
     def __init__(self) -> None:
         self.errors: list[str] = []
@@ -170,6 +189,22 @@ class _Decoder:
         else:
             obj[key] = self.value(field, obj[key], f"{path}.{key}" if path else key,
                                   f"{go_path}.{key}" if go_path else key, node.go_type.rpartition(".")[2])
+
+    def touched(self, node: Node, obj: dict[str, Any], patch: dict[str, Any], path: str) -> dict[str, Any]:
+        """The fields of struct `obj` that `patch` names, checked in `obj`'s order as `struct` checks them.
+
+        A strategic merge patch's directives (`$patch`, `$retainKeys`, `$setElementOrder/<field>`, ...) are
+        consumed by the merge, so they are not keys of `obj` and are passed over; a `$` key the merge does
+        not know stays in `obj` as a field and is reported like any unknown field. Only struct fields lead
+        here from the top, so `path` is also Go's path.
+        """
+        for key in [key for key in obj if key in patch]:
+            field, value, change = node.fields.get(key), obj[key], patch[key]
+            if field is not None and field.kind == STRUCT and isinstance(value, dict) and isinstance(change, dict):
+                self.touched(field, value, change, f"{path}.{key}" if path else key)
+            else:
+                self.field(node, obj, key, path, path)
+        return obj
 
     def list(self, node: Node, value: Any, path: str, go_path: str, struct: str) -> list[Any]:
         if not isinstance(value, list):
