@@ -67,31 +67,34 @@ class FieldsV1Error(ValueError):
 
 
 def to_fields_v1(paths: Iterable[Path]) -> dict[str, Any]:
-    """The wire form of a field set, keys in kube's order (`.` first, fields, keys, values, indexes)."""
+    """The wire form of a field set, keys in kube's order (`.` first, fields, keys, values, indexes).
+
+    The paths (never empty) are added in sorted order, so that every node gets its members in kube's
+    order, which is the strings' order but for list indexes, and a path comes before the paths below it:
+    a member is made as `{}` and gets its `"."` when the first member below it comes."""
     root: dict[str, Any] = {}
-    for path in paths:
+    indexed = []  # nodes with list items by position: `i:10` sorts before `i:9` and `k:` after `i:` as strings
+    for path in sorted(paths):
         node = root
         for element in path:
             child = node.get(element)  # (not setdefault: that would make a dict for every element)
             if child is None:
                 child = node[element] = {}
+                if element[0] == "i":
+                    indexed.append(node)
+            elif not child:  # a member, so far without members below it
+                child["."] = {}
             node = child
-        node["."] = {}
-    return _finish(root)
+    for node in indexed:
+        _order_indexes(node)
+    return root
 
 
-def _finish(node: dict[str, Any]) -> dict[str, Any]:
-    """`node` with its keys in kube's order, and `.` kept only on members that have members below."""
-    out: dict[str, Any] = {".": {}} if "." in node else {}
-    keys = [key for key in node if key != "."]
-    if len(keys) > 1:
-        keys.sort()  # kube's order too, unless there are list indexes (`i:10` sorts before `i:9`, `k:` after `i:`)
-        if keys[-1][0] != "f" and any(key[0] == "i" for key in keys):
-            keys.sort(key=_order)
-    for key in keys:
-        child = node[key]
-        out[key] = {} if len(child) == 1 and "." in child else _finish(child)  # a leaf, or a member with members
-    return out
+def _order_indexes(node: dict[str, Any]) -> None:
+    """Put `node`'s members in kube's order (`.` stays first; doing it twice changes nothing)."""
+    members = sorted((element for element in node if element != "."), key=_order)
+    ordered = {element: node.pop(element) for element in members}
+    node.update(ordered)
 
 
 def _order(element: str) -> tuple[int, int, str]:
@@ -104,8 +107,9 @@ def _order(element: str) -> tuple[int, int, str]:
     return order
 
 
-MAX_REMEMBERED_ORDERS = 10_000
+MAX_REMEMBERED_ORDERS = MAX_REMEMBERED_ELEMENTS = 10_000
 _ORDERS: dict[str, tuple[int, int, str]] = {}  # path element -> its sort key (most elements recur)
+_WELL_FORMED: set[str] = set()  # path elements `from_fields_v1` has checked
 
 
 def from_fields_v1(tree: Any) -> FieldSet:
@@ -113,6 +117,17 @@ def from_fields_v1(tree: Any) -> FieldSet:
     out: FieldSet = set()
     _collect(tree, (), out)
     return out
+
+
+def in_fields_v1(tree: dict[str, Any], path: Path) -> bool:
+    """Whether the field set of a well-formed wire-form tree holds `path`: one lookup per element, where
+    `from_fields_v1` would take the whole tree apart."""
+    node = tree
+    for element in path:
+        node = node.get(element)
+        if node is None:
+            return False
+    return bool(path) and (not node or "." in node)
 
 
 def _collect(tree: Any, path: Path, out: FieldSet) -> None:
@@ -126,16 +141,27 @@ def _collect(tree: Any, path: Path, out: FieldSet) -> None:
             if path:
                 out.add(path)
             continue
-        if not isinstance(key, str) or key[:2] not in _KINDS or len(key) < 3:
-            raise FieldsV1Error(f"unknown path element {key!r}")
-        if key.startswith("i:") and not key[2:].isdigit():
-            raise FieldsV1Error(f"unknown path element {key!r}")
-        if key[:2] in ("k:", "v:"):
-            try:
-                orjson.loads(key[2:])
-            except orjson.JSONDecodeError:
-                raise FieldsV1Error(f"unknown path element {key!r}") from None
-        _collect(sub, path + (key,), out)
+        if key not in _WELL_FORMED:
+            _check_element(key)
+        if isinstance(sub, dict) and not sub:  # a leaf (most members are): no call for it
+            out.add(path + (key,))
+        else:
+            _collect(sub, path + (key,), out)
+
+
+def _check_element(key: Any) -> None:
+    """FieldsV1Error unless `key` is a path element; the ones that are are remembered (most recur)."""
+    if not isinstance(key, str) or key[:2] not in _KINDS or len(key) < 3:
+        raise FieldsV1Error(f"unknown path element {key!r}")
+    if key.startswith("i:") and not key[2:].isdigit():
+        raise FieldsV1Error(f"unknown path element {key!r}")
+    if key[:2] in ("k:", "v:"):
+        try:
+            orjson.loads(key[2:])
+        except orjson.JSONDecodeError:
+            raise FieldsV1Error(f"unknown path element {key!r}") from None
+    if len(_WELL_FORMED) < MAX_REMEMBERED_ELEMENTS:
+        _WELL_FORMED.add(key)
 
 
 # readable paths (conflict messages) -------------------------------------------------------------------------

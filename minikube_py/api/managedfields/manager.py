@@ -25,9 +25,8 @@ from __future__ import annotations
 
 import copy
 import json
-from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from .. import errors
 from ..gofmt import go_json
@@ -36,6 +35,7 @@ from .fieldpath import (
     FieldsV1Error,
     Path,
     from_fields_v1,
+    in_fields_v1,
     path_string,
     to_fields_v1,
     under,
@@ -57,9 +57,9 @@ _UNOWNED: FieldSet = {("f:apiVersion",), ("f:kind",), ("f:metadata",)} | {
 _STATUS: Path = ("f:status",)
 
 
-@dataclass(frozen=True)
-class Manager:
-    """Who wrote, and how: the identity of one managedFields entry."""
+class Manager(NamedTuple):
+    """Who wrote, and how: the identity of one managedFields entry (a named tuple: made and hashed on
+    every write, for every entry)."""
 
     name: str
     operation: str
@@ -76,21 +76,53 @@ class Manager:
         return text
 
 
-@dataclass
 class Entry:
-    """One manager's fields. `wire` is the FieldsV1 tree the entry was read from, written back as it is
-    while the fields stay the same (re-encoding every manager's fields on every write was most of the cost
-    of small writes such as status updates); None once they changed, or when the entry is new."""
+    """One manager's fields, and when it last wrote them.
 
-    fields: FieldSet
-    api_version: str
-    time: str | None
-    wire: dict[str, Any] | None = None
+    An entry read from storage keeps the FieldsV1 tree it was read from (`wire`) and takes it apart into a
+    set of paths (`fields`) only when that is needed: a write changes one manager's fields, and asks every
+    other entry only whether it owns the changed paths, which the tree answers path by path (`owns`).
+    The tree is written back as it is while the fields stay the same (decoding and re-encoding every
+    manager's fields on every write was most of the cost of small writes such as status updates); it is
+    dropped (None) once they change. A new entry, or one a client sent, has its fields and no tree."""
+
+    __slots__ = ("api_version", "time", "wire", "_fields")
+
+    def __init__(self, fields: FieldSet | None, api_version: str, time: str | None,
+                 wire: dict[str, Any] | None = None) -> None:
+        self.api_version = api_version
+        self.time = time
+        self.wire = wire
+        self._fields = fields
+
+    @property
+    def fields(self) -> FieldSet:
+        """The paths it owns (the tree decoded on first use)."""
+        if self._fields is None:
+            assert self.wire is not None
+            self._fields = from_fields_v1(self.wire)
+        return self._fields
+
+    @property
+    def empty(self) -> bool:
+        """Whether it owns nothing (then it is not written): a well-formed tree owns something as soon as it
+        has a key other than `.`."""
+        if self._fields is not None or self.wire is None:
+            return not self.fields
+        return all(element == "." for element in self.wire)
+
+    def owns(self, paths: FieldSet) -> FieldSet:
+        """Those of `paths` this manager owns."""
+        if self._fields is not None or self.wire is None:
+            return self.fields & paths
+        wire = self.wire
+        return {path for path in paths if in_fields_v1(wire, path)}
 
     def discard(self, paths: FieldSet) -> None:
         """Give up `paths` (another manager took them, or they are gone)."""
-        if not self.fields.isdisjoint(paths):
-            self.fields -= paths
+        lost = self.owns(paths)
+        if lost:
+            self.fields.difference_update(lost)
             self.wire = None
 
 
@@ -99,8 +131,10 @@ Managed = dict[Manager, Entry]
 
 def decode(raw: Any, *, stored: bool = False) -> Managed:
     """The entries of a `metadata.managedFields` value; ValueError if it is malformed. `stored` says it was
-    read from storage, where only this module writes it, in canonical form: then each entry keeps its tree
-    (`Entry.wire`). A client's entries are always re-encoded, as kube re-encodes them."""
+    read from storage, where only this module writes it (in canonical form), or a mutating admission
+    plugin whose result `malformed` accepted: then each entry keeps its tree (`Entry.wire`), which is known
+    to be well-formed and is taken apart only if its fields are needed. A client's entries are decoded
+    here, which checks them, and always re-encoded, as kube re-encodes them."""
     if raw is None:
         return {}
     if not isinstance(raw, list):
@@ -115,11 +149,11 @@ def decode(raw: Any, *, stored: bool = False) -> Managed:
         who = Manager(str(item.get("manager") or ""), operation, "" if operation == APPLY else str(api_version),
                       str(item.get("subresource") or ""))
         tree = item.get("fieldsV1") or {}
-        fields = from_fields_v1(tree)
+        entry = Entry(None, str(api_version), item.get("time"), tree) if stored else \
+            Entry(from_fields_v1(tree), str(api_version), item.get("time"))
         if who in managed:  # the same manager twice: one entry with both sets of fields
-            fields |= managed[who].fields
-            tree = None
-        managed[who] = Entry(fields, str(api_version), item.get("time"), tree if stored else None)
+            entry = Entry(entry.fields | managed[who].fields, entry.api_version, entry.time)
+        managed[who] = entry
     return managed
 
 
@@ -138,7 +172,7 @@ def encode(managed: Managed) -> list[dict[str, Any]]:
         return (who.operation, entry.time or "", who.name, entry.api_version, who.subresource)
 
     out = []
-    for who in sorted((w for w, e in managed.items() if e.fields), key=order):
+    for who in sorted((w for w, e in managed.items() if not e.empty), key=order):
         entry = managed[who]
         item: dict[str, Any] = {"manager": who.name, "operation": who.operation, "apiVersion": entry.api_version}
         if entry.time:
@@ -238,9 +272,10 @@ class FieldTracker:
         changed, removed = self._owned(diff.changed), self._owned(diff.removed)
         if self.config is not None:
             self._check_conflicts(managed, changed, old)
+        taken = changed | removed
         for who, entry in managed.items():
             if who != self.writer:
-                entry.discard(changed | removed)
+                entry.discard(taken)
         if self.config is not None:
             managed[self.writer] = Entry(set(self.config_fields), self.api_version, _now())
             if self.writer.name == KUBECTL:
@@ -313,7 +348,7 @@ class FieldTracker:
         if self.force:
             return
         conflicts = sorted(((who, path) for who, entry in managed.items() if who != self.writer
-                            for path in entry.fields & changed), key=lambda c: (c[0].describe(), c[1]))
+                            for path in entry.owns(changed)), key=lambda c: (c[0].describe(), c[1]))
         if conflicts and self.writer.name == KUBECTL and live is not None:
             allowed = self._unchanged_since_last_applied(live)
             conflicts = [(who, path) for who, path in conflicts if path not in allowed]

@@ -32,9 +32,12 @@ OBJECT_META = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
 
 
 class Type:
-    """One node of the shape. `fields`/`element` are computed on first use."""
+    """One node of the shape. `fields`/`element` are computed on first use.
 
-    __slots__ = ("shape", "atomic", "list_type", "keys", "key_defaults", "_fields", "_element", "_build")
+    `is_leaf`: owned and compared as one value (scalars and everything atomic)."""
+
+    __slots__ = ("shape", "atomic", "list_type", "keys", "key_defaults", "is_leaf", "_fields", "_element",
+                 "_build", "_holds_item_lists")
 
     def __init__(self, shape: str, *, atomic: bool = False, list_type: str = ATOMIC, keys: tuple[str, ...] = (),
                  key_defaults: dict[str, Any] | None = None,
@@ -44,9 +47,11 @@ class Type:
         self.list_type = list_type
         self.keys = keys
         self.key_defaults = key_defaults or {}
+        self.is_leaf = shape == SCALAR or atomic or (shape == LIST and list_type == ATOMIC)
         self._fields: dict[str, Type] | None = None
         self._element: Type | None = None
         self._build = build
+        self._holds_item_lists: bool | None = None
 
     def _built(self) -> None:
         if self._fields is None:
@@ -68,16 +73,24 @@ class Type:
 
     def child(self, name: str) -> Type:
         """The type of field or map key `name`."""
+        fields = self._fields if self._fields is not None else self.fields  # (built on first use)
         if self.shape == STRUCT:
-            found = self.fields.get(name)
+            found = fields.get(name)
             if found is not None:
                 return found
-        return self.element
+        return self._element or UNTYPED_TYPE
 
     @property
-    def is_leaf(self) -> bool:
-        """Owned and compared as one value: scalars and everything atomic."""
-        return self.shape == SCALAR or self.atomic or (self.shape == LIST and self.list_type == ATOMIC)
+    def holds_item_lists(self) -> bool:
+        """Whether a value of this type can have a set or a list-map in it, whose items may break the list's
+        rules (a duplicate, a missing key): only such values need walking to find that out. A type that
+        contains itself (JSONSchemaProps) is taken to have one while its answer is being worked out, so the
+        types on such a cycle may say yes when they have none (never no when they have one)."""
+        if self._holds_item_lists is None:
+            self._holds_item_lists = True
+            self._holds_item_lists = not self.is_leaf and self.shape != UNTYPED and (  # untyped lists are atomic
+                self.shape == LIST or any(t.holds_item_lists for t in (*self.fields.values(), self.element)))
+        return self._holds_item_lists
 
     def as_atomic(self) -> Type:
         return Type(self.shape, atomic=True, list_type=self.list_type, keys=self.keys,

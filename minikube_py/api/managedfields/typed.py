@@ -10,6 +10,12 @@
 
 List items are identified as FieldsV1 does (`fieldpath`); an item of a list-map without its key fields,
 or two items with the same identity, is a `ShapeError`.
+
+`compare` gives what taking both objects apart into all their paths and diffing the two sets would give,
+without doing that: it walks the two side by side, collects whole only what is on one side, and does not
+go into a struct or map that is the same on both sides, since nothing below it changed. It does go into
+the ones that may hold a set or list-map (`Type.holds_item_lists`), however unchanged: a duplicate or
+keyless item there must still be a ShapeError, as it is when the objects are taken apart whole.
 """
 
 from __future__ import annotations
@@ -17,55 +23,14 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+import orjson
+
 from .fieldpath import FieldSet, Path, field, index_element, key_element, value_element
 from .schema import ASSOCIATIVE, LIST, SET, Type, resolve
 
 
 class ShapeError(ValueError):
     """A value that does not fit its shape (duplicate list items, missing key fields)."""
-
-
-class Flat:
-    """An object taken apart: leaf paths with their values, and the other paths that exist."""
-
-    __slots__ = ("leaves", "inner", "items")
-
-    def __init__(self) -> None:
-        self.leaves: dict[Path, Any] = {}
-        self.inner: set[Path] = set()
-        self.items: set[Path] = set()  # list items (also in `inner` or `leaves`)
-
-
-def flatten(obj: Any, typ: Type) -> Flat:
-    flat = Flat()
-    _walk(obj, typ, (), flat)
-    return flat
-
-
-def _flatten_field(obj: Any, typ: Type, name: str) -> Flat:
-    flat = Flat()
-    if isinstance(obj, dict) and name in obj:
-        _walk(obj[name], resolve(typ, obj).child(name), (field(name),), flat)
-    return flat
-
-
-def _walk(value: Any, typ: Type, path: Path, flat: Flat) -> None:
-    typ = resolve(typ, value)
-    if typ.is_leaf:
-        if path:
-            flat.leaves[path] = value
-        return
-    if path:
-        flat.inner.add(path)
-    if typ.shape == LIST:
-        if isinstance(value, list):
-            for item, element in zip(value, item_elements(value, typ), strict=True):
-                flat.items.add(path + (element,))
-                _walk(item, typ.element, path + (element,), flat)
-        return
-    if isinstance(value, dict):
-        for key, sub in value.items():
-            _walk(sub, typ.child(key), path + (field(key),), flat)
 
 
 def item_elements(items: list[Any], typ: Type) -> list[str]:
@@ -101,8 +66,43 @@ def _item_element(item: Any, typ: Type) -> str:
 
 def field_set(obj: Any, typ: Type) -> FieldSet:
     """The paths an applied configuration sets: its leaves and list items."""
-    flat = flatten(obj, typ)
-    return set(flat.leaves) | flat.items
+    out: FieldSet = set()
+    _collect(obj, typ, (), out, inner=False)
+    return out
+
+
+def _collect(value: Any, typ: Type, path: Path, out: FieldSet, *, inner: bool) -> None:
+    """Add to `out` the paths of `value` (at `path`) and of everything in it: leaves, list items, and with
+    `inner` structs and maps too."""
+    typ = resolve(typ, value)
+    if typ.is_leaf:
+        if path:
+            out.add(path)
+        return
+    if path and (inner or not path[-1].startswith("f:")):  # a path not ending in a field name is a list item
+        out.add(path)
+    for name, sub in _members(value, typ).items():
+        element, sub_type = _member(typ, name)
+        sub_type = resolve(sub_type, sub)
+        if sub_type.is_leaf:  # most members are: no call for them
+            out.add(path + (element,))
+        else:
+            _collect(sub, sub_type, path + (element,), out, inner=inner)
+
+
+def _members(value: Any, typ: Type) -> dict[str, Any]:
+    """The fields or keys of a struct or map by name (the value itself), the items of a list by path
+    element."""
+    if typ.shape == LIST:
+        return dict(zip(item_elements(value, typ), value, strict=True)) if isinstance(value, list) else {}
+    return value if isinstance(value, dict) else {}
+
+
+def _member(typ: Type, name: str) -> tuple[str, Type]:
+    """The path element and type of a member `_members` names."""
+    if typ.shape == LIST:
+        return name, typ.element
+    return field(name), typ.child(name)
 
 
 class Comparison:
@@ -120,18 +120,63 @@ class Comparison:
 def compare(old: Any, new: Any, typ: Type, *, only: str | None = None) -> Comparison:
     """What changed from `old` to `new`; with `only`, just in that top-level field of the two objects (the
     same paths a whole comparison would give under it, for less work)."""
-    if only is None:
-        before, after = flatten(old, typ), flatten(new, typ)
-    else:
-        before, after = _flatten_field(old, typ, only), _flatten_field(new, typ, only)
-    added = (after.leaves.keys() - before.leaves.keys()) | (after.inner - before.inner)
-    removed = (before.leaves.keys() - after.leaves.keys()) | (before.inner - after.inner)
-    modified = {p for p, v in after.leaves.items() if p in before.leaves and not _same(before.leaves[p], v)}
-    return Comparison(added, removed, modified)
+    if only is not None:
+        old, new = _only(old, only), _only(new, only)
+    diff = Comparison(set(), set(), set())
+    _compare(old, new, typ, (), diff)
+    return diff
+
+
+def _only(obj: Any, name: str) -> dict[str, Any]:
+    return {name: obj[name]} if isinstance(obj, dict) and name in obj else {}
+
+
+def _compare(old: Any, new: Any, typ: Type, path: Path, diff: Comparison) -> None:
+    """Compare the values at `path`: a leaf whose value changed is modified; a leaf that became a struct,
+    map or list (or the other way round) is removed and added again, with everything in the new value
+    added; the members of two structs, maps or lists are compared one by one, a member on one side only
+    being added or removed with everything in it."""
+    old_type, new_type = resolve(typ, old), resolve(typ, new)
+    if old_type.is_leaf and new_type.is_leaf:
+        if path and not _same(old, new):
+            diff.modified.add(path)
+    elif old_type.is_leaf or new_type.is_leaf:
+        _collect(old, old_type, path, diff.removed, inner=True)
+        _collect(new, new_type, path, diff.added, inner=True)
+    elif new_type.holds_item_lists or not _equal(old, new):  # both granular: the same type
+        before, after = _members(old, new_type), _members(new, new_type)
+        for name, value in after.items():
+            element, sub_type = _member(new_type, name)
+            below = path + (element,)
+            if name not in before:
+                _collect(value, sub_type, below, diff.added, inner=True)
+            elif sub_type.is_leaf:  # (a leaf whatever the values: most members are, no call for them)
+                if not _same(before[name], value):
+                    diff.modified.add(below)
+            else:
+                _compare(before[name], value, sub_type, below, diff)
+        for name, value in before.items():
+            if name not in after:
+                element, sub_type = _member(new_type, name)
+                _collect(value, sub_type, path + (element,), diff.removed, inner=True)
 
 
 def _same(a: Any, b: Any) -> bool:
     return type(a) is type(b) and a == b
+
+
+def _equal(a: Any, b: Any) -> bool:
+    """Whether two values are the same JSON, so that comparing them member by member would find nothing.
+    `==` is fast (it runs in C) but takes 1, 1.0 and True for one value where `_same` does not, so values
+    `==` finds equal are also compared encoded. (A NaN is the one value this would wrongly call unchanged,
+    as `_same` never finds it equal to itself; but one side of every comparison is read from storage or is
+    a kind's zero object, and JSON has no NaN.)"""
+    if a != b:
+        return False
+    try:
+        return orjson.dumps(a) == orjson.dumps(b)
+    except orjson.JSONEncodeError:  # not JSON (an integer too large): compared member by member
+        return False
 
 
 def merge(live: Any, config: Any, typ: Type) -> Any:
