@@ -25,7 +25,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from ..auth.node import MIRROR_POD_ANNOTATION, POD, PV, PVC, SECRET, pod_references
+from ..api.validation.pod import MIRROR_POD_ANNOTATION
+from ..auth.node import POD, PV, PVC, SECRET, pod_references
 from ..store.interface import KeyValue
 
 Vertex = tuple[str, str, str]  # (vertex type, namespace, name)

@@ -35,7 +35,6 @@ from .authorizer import Attributes, Decision
 NODE_USER_PREFIX = "system:node:"
 NODES_GROUP = "system:nodes"
 NODE_LEASE_NAMESPACE = "kube-node-lease"
-MIRROR_POD_ANNOTATION = "kubernetes.io/config.mirror"
 
 # Vertex types of the graph: what a node can reach through the pods bound to it.
 POD, SECRET, CONFIGMAP, PVC, PV, SERVICE_ACCOUNT = "pod", "secret", "configmap", "pvc", "pv", "serviceaccount"

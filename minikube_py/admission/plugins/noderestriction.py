@@ -29,7 +29,8 @@ from typing import Any
 
 from ...api import errors
 from ...api.gofmt import go_quote
-from ...auth.node import MIRROR_POD_ANNOTATION, NODE_LEASE_NAMESPACE, node_identity, pod_references
+from ...api.validation.pod import MIRROR_POD_ANNOTATION
+from ...auth.node import NODE_LEASE_NAMESPACE, node_identity, pod_references
 from ..interface import CREATE, DELETE, UPDATE, Attributes, ClusterState, forbidden
 
 RESTRICTED_LABEL_DOMAIN = "node-restriction.kubernetes.io"

@@ -25,13 +25,13 @@ from __future__ import annotations
 from typing import Any
 
 from ...api.names import random_suffix
+from ...api.validation.pod import MIRROR_POD_ANNOTATION
 from ..interface import CREATE, Attributes, ClusterState, forbidden
 from .namespacelifecycle import wait_for
 
 DEFAULT_SERVICE_ACCOUNT = "default"
 TOKEN_MOUNT_PATH = "/var/run/secrets/kubernetes.io/serviceaccount"
 VOLUME_PREFIX = "kube-api-access-"
-MIRROR_POD_ANNOTATION = "kubernetes.io/config.mirror"
 ENFORCE_MOUNTABLE_SECRETS = "kubernetes.io/enforce-mountable-secrets"
 TOKEN_EXPIRATION_SECONDS = 3607  # kube's "warn-only" bound token lifetime: 1h plus a few seconds
 DEFAULT_ACCOUNT_WAIT = 5.0  # seconds the `default` account is waited for before the pod is refused

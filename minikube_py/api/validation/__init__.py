@@ -3,7 +3,8 @@
 Where it sits: decode → defaults → **validation** → storage. The apiserver calls `validate_create` on a new
 object after defaulting, name generation, the uid, `defaults.prepare_for_create` (and, for Jobs,
 `defaults.job_selector`), and `validate_update` on an update after defaulting and `defaults.prepare_for_update`,
-with the old object; a non-empty result becomes a 422 Invalid response through `errors.invalid_object`. Field paths and messages are kube 1.32's, so kubectl
+with the old object and the subresource written (`status` for a status write); a non-empty result becomes a 422
+Invalid response through `errors.invalid_object`. Field paths and messages are kube 1.32's, so kubectl
 prints the same `The Deployment "web" is invalid: spec.template.metadata.labels: Invalid value: ...`.
 
 Usage rules:
@@ -13,6 +14,11 @@ Usage rules:
 * Dispatch is by `resource.group_resource` through the explicit `_RULES` table: a kind's name rule, its
   create checks and, when an update has rules of its own, its update checks (otherwise the new object is
   checked as on create). Kinds missing from the table get the ObjectMeta checks only.
+* A kind may have a status update rule of its own, used for writes to its `status` subresource instead of the
+  update checks. Pods have one (kube's `ValidatePodStatusUpdate`, see `pod_status`): the registry has already
+  put the live spec back into a status write, so, as in kube, the spec is not validated again (that would cost
+  time on every kubelet status patch, and refuse the status of a Pod whose stored spec today's rules reject).
+  Every other kind validates a status write like any other update.
 * Metadata identity (name, namespace, uid, creationTimestamp, resourceVersion) on update is compared by the
   caller; `validate_object_meta_update` covers the rest of metadata.
 * Pure functions: no I/O and no mutation of the arguments.
@@ -46,6 +52,7 @@ from minikube_py.api.validation import (
 from minikube_py.api.validation.messages import as_dict
 from minikube_py.api.validation.meta import validate_object_meta, validate_object_meta_update
 from minikube_py.api.validation.pod import pod_create, pod_update
+from minikube_py.api.validation.pod_status import pod_status_update
 
 __all__ = ["validate_create", "validate_object_meta", "validate_object_meta_update", "validate_update"]
 
@@ -63,13 +70,15 @@ def _nothing_on_update(_new: dict[str, Any], _old: dict[str, Any]) -> list[Field
 
 @dataclass(frozen=True)
 class KindRules:
-    """How one kind is validated. `name_rule_of` is for kinds whose valid names depend on the object (CRDs)."""
+    """How one kind is validated. `name_rule_of` is for kinds whose valid names depend on the object (CRDs);
+    `status_update` replaces `update` for writes to the kind's `status` subresource."""
 
     name: names.NameRule = names.name_is_dns_subdomain
     create: Check = _nothing
     update: UpdateCheck | None = None
     kube_finalizers: bool = True
     name_rule_of: Callable[[dict[str, Any]], names.NameRule] | None = None
+    status_update: UpdateCheck | None = None
 
 
 _SUBDOMAIN = names.name_is_dns_subdomain
@@ -77,7 +86,7 @@ _PATH_SEGMENT = names.name_is_path_segment
 _RBAC = "rbac.authorization.k8s.io"
 
 _RULES: dict[str, KindRules] = {
-    "pods": KindRules(_SUBDOMAIN, pod_create, pod_update),
+    "pods": KindRules(_SUBDOMAIN, pod_create, pod_update, status_update=pod_status_update),
     "podtemplates": KindRules(_SUBDOMAIN, core.pod_template_object),
     "bindings": KindRules(_SUBDOMAIN, core.binding),
     "replicationcontrollers": KindRules(_SUBDOMAIN, core.replication_controller),
@@ -138,12 +147,17 @@ def validate_create(resource: Resource, obj: dict[str, Any]) -> list[FieldError]
     return errs + rules.create(stored)
 
 
-def validate_update(resource: Resource, new: dict[str, Any], old: dict[str, Any]) -> list[FieldError]:
-    """Everything wrong with replacing `old` by `new`: invalid content and changes to immutable fields."""
+def validate_update(resource: Resource, new: dict[str, Any], old: dict[str, Any], *,
+                    subresource: str = "") -> list[FieldError]:
+    """Everything wrong with replacing `old` by `new`: invalid content and changes to immutable fields.
+
+    `subresource` is the part of the object written (`"status"` for a status write, `""` for the object)."""
     new_stored, old_stored = to_storage(resource, new), to_storage(resource, old)
     rules = _RULES.get(resource.group_resource, _DEFAULT_RULES)
     errs = validate_object_meta_update(as_dict(new_stored.get("metadata")), as_dict(old_stored.get("metadata")),
                                        kube_finalizers=rules.kube_finalizers)
+    if subresource == "status" and rules.status_update is not None:
+        return errs + rules.status_update(new_stored, old_stored)
     if rules.update is not None:
         return errs + rules.update(new_stored, old_stored)
     return errs + rules.create(new_stored)

@@ -4,7 +4,9 @@
 (under `hostNetwork` a Pod's hostPort must equal its containerPort, while a template may leave it 0 for the
 Pod's defaulting to fill). `pod_template` validates the `template` of every workload. `pod_update` enforces
 kube's famous rule that a Pod's spec is frozen except for images, `activeDeadlineSeconds`, added tolerations,
-removed scheduling gates and one `terminationGracePeriodSeconds` fix-up.
+removed scheduling gates and one `terminationGracePeriodSeconds` fix-up. `pod_annotation_updates` is kube's
+`ValidatePodSpecificAnnotationUpdates`: the mirror-pod and AppArmor annotations a kubelet relies on may not be
+added, changed or removed by any Pod update, status writes included (see `pod_status`).
 """
 
 from __future__ import annotations
@@ -26,6 +28,8 @@ from minikube_py.api.validation.messages import (
 )
 from minikube_py.api.validation.meta import validate_annotations, validate_labels
 
+MIRROR_POD_ANNOTATION = "kubernetes.io/config.mirror"
+_APPARMOR_ANNOTATION_PREFIX = "container.apparmor.security.beta.kubernetes.io/"
 _MAX_INT32 = 2**31 - 1
 _RESTART_POLICIES = ["Always", "OnFailure", "Never"]
 _DNS_POLICIES = ["ClusterFirstWithHostNet", "ClusterFirst", "Default", "None"]
@@ -233,7 +237,7 @@ def pod_create(pod: dict[str, Any]) -> list[FieldError]:
 
 
 def pod_update(new: dict[str, Any], old: dict[str, Any]) -> list[FieldError]:
-    errs = _pod_metadata_and_spec(new)
+    errs = _pod_metadata_and_spec(new) + pod_annotation_updates(new, old)
     new_spec, old_spec = as_dict(new.get("spec")), as_dict(old.get("spec"))
     for key in ("containers", "initContainers"):
         if len(as_list(new_spec.get(key))) != len(as_list(old_spec.get(key))):
@@ -277,3 +281,25 @@ def _munge(new: dict[str, Any], old: dict[str, Any]) -> dict[str, Any]:
         munged["terminationGracePeriodSeconds"] = previous
     return munged
 
+
+def pod_annotation_updates(new: dict[str, Any], old: dict[str, Any]) -> list[FieldError]:
+    """The mirror-pod annotation and the (deprecated) AppArmor annotations are fixed at creation."""
+    new_annotations = as_dict(as_dict(new.get("metadata")).get("annotations"))
+    old_annotations = as_dict(as_dict(old.get("metadata")).get("annotations"))
+    errs: list[FieldError] = []
+    for key, value in old_annotations.items():
+        fixed = _fixed_annotation(key)
+        if fixed and (key not in new_annotations or new_annotations[key] != value):
+            errs.append(forbidden(f"metadata.annotations[{key}]", f"may not remove or update {fixed}"))
+    for key in new_annotations:
+        fixed = _fixed_annotation(key)
+        if fixed and key not in old_annotations:
+            errs.append(forbidden(f"metadata.annotations[{key}]", f"may not add {fixed}"))
+    return errs
+
+
+def _fixed_annotation(key: str) -> str:
+    """How kube names `key` when it is an annotation no update may touch; empty for any other key."""
+    if key == MIRROR_POD_ANNOTATION:
+        return "mirror pod annotation"
+    return "AppArmor annotations" if key.startswith(_APPARMOR_ANNOTATION_PREFIX) else ""

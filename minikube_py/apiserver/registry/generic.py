@@ -286,7 +286,8 @@ class ResourceStore:
         # a binding is the one sanctioned change to a pod's nodeName, which pod validation forbids
         if subresource != "binding":
             with decoding_errors():
-                self._validate(new, validate_update(self.resource, new, old) + self.strategy.validate(new))
+                self._validate(new, validate_update(self.resource, new, old, subresource=subresource)
+                               + self.strategy.validate(new))
         if admission is not None:
             await admission.validate(new, old)
         if dry_run:
