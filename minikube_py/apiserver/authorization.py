@@ -34,7 +34,7 @@ from ..auth.authorizer import (
 )
 from ..auth.node import NodeAuthorizer
 from .nodegraph import node_graph
-from .request import parse_resource_path, query_params
+from .request import query_params, request_info
 from .responses import error_response
 
 # How each `--authorization-mode` is built; a factory gets the APIServer, whose caches it may read.
@@ -55,7 +55,7 @@ def attributes_for(scope: Scope, user: UserInfo) -> Attributes:
     """The request in `scope`, described for authorization."""
     path, method = scope["path"], scope["method"]
     query = query_params(scope)
-    info = parse_resource_path(method, path, query.get("watch"))
+    info = request_info(scope)
     if info is None or not info.parts_valid:
         return Attributes(user=user, verb=_NON_RESOURCE_VERBS.get(method, method.lower()),
                           resource_request=False, path=path)

@@ -32,7 +32,7 @@ from .registry.generic import ResourceStore
 from .registry.listing import Page, object_filter, parse_list_options
 from .registry.strategy import CustomResourceStrategy
 from .registry.subresources import ScaleAdmission, bind, set_replicas, to_scale, update_scale
-from .request import RequestInfo, parse_resource_path, query_params
+from .request import RequestInfo, query_params, request_info
 from .watch import watch_events
 
 SCALE_GVK = ("autoscaling", "v1", "Scale")
@@ -75,7 +75,7 @@ class ResourceHandler:
 
     async def handle(self, request: Request) -> Response:
         try:
-            info = parse_resource_path(request.method, request.scope["path"], query_of(request).get("watch"))
+            info = request_info(request.scope)
             if info is None or not info.parts_valid:
                 raise errors.route_not_found()
             store = self._store_for(info)

@@ -56,7 +56,7 @@ from . import negotiation, responses
 from .nodeproxy import NodeProxy, kubelet_endpoint
 from .registry.generic import ResourceStore
 from .registry.listing import ListOptions
-from .request import RequestInfo, parse_resource_path, query_params
+from .request import RequestInfo, query_params, request_info
 
 log = logging.getLogger(__name__)
 
@@ -149,7 +149,7 @@ class MetricsAPI:
     async def handle(self, request: Request) -> Response:
         query = query_params(request.scope)
         try:
-            info = parse_resource_path(request.method, request.scope["path"], query.get("watch"))
+            info = request_info(request.scope)
             res = self._resource(info)
             if info.verb not in res.verbs:
                 raise errors.method_not_allowed(info.verb)

@@ -35,6 +35,17 @@ class RequestInfo:
     parts_valid: bool = True  # False when the path has more segments than any resource URL
 
 
+def request_info(scope: dict[str, Any]) -> RequestInfo | None:
+    """The request's `RequestInfo` (None when the path is not a resource URL), parsed once per request and
+    kept in the scope, as kube's filter chain keeps it in the request's context: authorization and the
+    handler read the same one."""
+    if "mkpy.request_info" not in scope:
+        scope["mkpy.request_info"] = parse_resource_path(scope["method"], scope["path"],
+                                                         query_params(scope).get("watch"))
+    info: RequestInfo | None = scope["mkpy.request_info"]
+    return info
+
+
 def _is_true(value: str | None) -> bool:
     return value is not None and value.lower() in ("true", "1")
 
