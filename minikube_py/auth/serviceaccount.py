@@ -4,7 +4,8 @@ A workload proves it runs as a service account with a JSON Web Token signed by t
 (`--service-account-signing-key-file`; `mkpy up` makes `pki/sa.key` and `pki/sa.pub` as kubeadm does).
 `TokenIssuer.issue` writes the claims in kube's shape:
 
-    header   {"alg": "RS256", "kid": <base64url(sha256(DER public key))>}
+    header   {"alg": "ES256" (an ECDSA P-256 key, mkpy's) or "RS256" (an RSA key),
+              "kid": <base64url(sha256(DER public key))>}
     payload  iss, aud (a list), exp, iat, nbf, jti, sub = system:serviceaccount:<ns>:<name>,
              kubernetes.io: {namespace, serviceaccount: {name, uid}, pod|secret|node: {name, uid}, ...}
 

@@ -12,7 +12,7 @@ from typing import Any
 import httpx
 import jwt
 import pytest
-from cryptography.hazmat.primitives.asymmetric import rsa
+from cryptography.hazmat.primitives.asymmetric import ec, rsa
 
 from minikube_py.auth import pki
 from minikube_py.auth.serviceaccount import TokenIssuer, load_signing_key
@@ -220,14 +220,16 @@ def test_forged_expired_and_wrong_audience_tokens_are_unauthorized(control_plane
     sa = service_account(api, namespace)
     cluster_key = load_signing_key(control_plane.sa_key)
     now = int(time.time())
-    good = jwt.encode(claims(namespace, sa), cluster_key, algorithm="RS256")
+    good = jwt.encode(claims(namespace, sa), cluster_key, algorithm="ES256")  # mkpy's key is ECDSA P-256
     assert whoami(control_plane, f"Bearer {good}").status_code == 201  # the control: our forging is right
-    forger = rsa.generate_private_key(public_exponent=65537, key_size=2048)
     bad = {
-        "forged": jwt.encode(claims(namespace, sa), forger, algorithm="RS256"),
+        "forged": jwt.encode(claims(namespace, sa), ec.generate_private_key(ec.SECP256R1()), algorithm="ES256"),
+        "forged with RSA": jwt.encode(claims(namespace, sa), rsa.generate_private_key(public_exponent=65537,
+                                                                                     key_size=2048),
+                                      algorithm="RS256"),
         "expired": jwt.encode(claims(namespace, sa, iat=now - 7200, nbf=now - 7200, exp=now - 3600), cluster_key,
-                              algorithm="RS256"),
-        "wrong audience": jwt.encode(claims(namespace, sa, aud=["vault"]), cluster_key, algorithm="RS256"),
+                              algorithm="ES256"),
+        "wrong audience": jwt.encode(claims(namespace, sa, aud=["vault"]), cluster_key, algorithm="ES256"),
         "unsigned": jwt.encode(claims(namespace, sa), None, algorithm="none"),
         "other issuer": TokenIssuer(cluster_key, "https://evil").issue(sa, [SERVICE_ACCOUNT_ISSUER], 600)[0],
     }

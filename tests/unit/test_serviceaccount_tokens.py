@@ -249,6 +249,28 @@ def test_the_cluster_key_pair_is_made_once_and_replaced_when_broken(tmp_path):
     assert [key_id(k) for k in load_public_keys(pub_path)] == [key_id(signing.public_key())]
 
 
+def test_the_cluster_key_is_ecdsa_and_signs_es256_and_an_existing_rsa_pair_is_kept(tmp_path):
+    key_path, pub_path = pki.ensure_service_account_key(tmp_path / "new")
+    signing = load_signing_key(key_path)
+    assert isinstance(signing, ec.EllipticCurvePrivateKey) and signing.curve.name == "secp256r1"
+    sa = {"metadata": {"namespace": "ns", "name": "bot", "uid": "sa-uid"}}
+    token, _ = TokenIssuer(signing, ISSUER).issue(sa, ["api"], 600)
+    assert jwt.get_unverified_header(token)["alg"] == "ES256"
+    jwt.decode(token, load_public_keys(pub_path)[0], algorithms=["ES256"], audience="api")
+    old = tmp_path / "old"  # an RSA pair, as an earlier mkpy (or kubeadm) made it
+    old.mkdir()
+    rsa_key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    (old / "sa.key").write_bytes(rsa_key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                                       serialization.NoEncryption()))
+    (old / "sa.pub").write_bytes(rsa_key.public_key().public_bytes(serialization.Encoding.PEM,
+                                                                   serialization.PublicFormat.SubjectPublicKeyInfo))
+    before = (old / "sa.key").read_bytes()
+    pki.ensure_service_account_key(old)
+    assert (old / "sa.key").read_bytes() == before
+    token, _ = TokenIssuer(load_signing_key(old / "sa.key"), ISSUER).issue(sa, ["api"], 600)
+    assert jwt.get_unverified_header(token)["alg"] == "RS256"
+
+
 def test_a_kubelet_identity_is_system_node_in_system_nodes(tmp_path):
     ca = pki.ensure_ca(tmp_path)
     pair = pki.ensure_node_client_cert(tmp_path, ca, "worker-1")
