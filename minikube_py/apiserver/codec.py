@@ -15,6 +15,7 @@ from typing import Any
 import orjson
 
 from ..api.names import DNS1123_LABEL_MAX, RANDOM_SUFFIX_LENGTH, random_suffix
+from ..api.timestamps import time_string
 from ..store.interface import KeyValue
 
 # kube's generateName suffix alphabet: no vowels (no words) and no confusable characters
@@ -40,7 +41,7 @@ def with_revision(obj: dict[str, Any], revision: int) -> dict[str, Any]:
 
 
 def now_rfc3339() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return time_string()
 
 
 def timestamp_in(seconds: int) -> str:

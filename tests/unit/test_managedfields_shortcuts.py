@@ -252,14 +252,14 @@ def test_a_status_write_records_status_fields_only_and_leaves_the_creator_as_it_
 def test_a_status_write_that_changes_nothing_leaves_managed_fields_untouched(
         created: dict, monkeypatch: pytest.MonkeyPatch) -> None:
     first = track("kubelet", created, status_write(created, kubelet_status(True)), subresource="status")
-    monkeypatch.setattr(manager, "_now", lambda: "2099-01-01T00:00:00Z")  # a later write
+    monkeypatch.setattr(manager, "time_string", lambda: "2099-01-01T00:00:00Z")  # a later write
     again = track("kubelet", first, status_write(first, kubelet_status(True)), subresource="status")
     assert orjson.dumps(again["metadata"]["managedFields"]) == orjson.dumps(first["metadata"]["managedFields"])
 
 
 def test_a_status_write_takes_over_only_what_it_changed(created: dict, monkeypatch: pytest.MonkeyPatch) -> None:
     first = track("kubelet", created, status_write(created, kubelet_status(False)), subresource="status")
-    monkeypatch.setattr(manager, "_now", lambda: "2099-01-01T00:00:00Z")
+    monkeypatch.setattr(manager, "time_string", lambda: "2099-01-01T00:00:00Z")
     second = track("kubelet", first, status_write(first, kubelet_status(True)), subresource="status")
     creator, kubelet = second["metadata"]["managedFields"]
     assert creator == first["metadata"]["managedFields"][0]

@@ -25,11 +25,11 @@ from __future__ import annotations
 
 import copy
 import json
-from datetime import UTC, datetime
 from typing import Any, NamedTuple
 
 from .. import errors
 from ..gofmt import go_json
+from ..timestamps import time_string
 from .fieldpath import (
     FieldSet,
     FieldsV1Error,
@@ -194,10 +194,6 @@ def manager_name(field_manager: str, user_agent: str) -> str:
     return "".join(ch for ch in product if ch.isprintable())[:MAX_MANAGER_LENGTH]
 
 
-def _now() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
 def _without_managed(obj: dict[str, Any]) -> dict[str, Any]:
     meta = obj.get("metadata")
     if not isinstance(meta, dict) or "managedFields" not in meta:
@@ -277,13 +273,13 @@ class FieldTracker:
             if who != self.writer:
                 entry.discard(taken)
         if self.config is not None:
-            managed[self.writer] = Entry(set(self.config_fields), self.api_version, _now())
+            managed[self.writer] = Entry(set(self.config_fields), self.api_version, time_string())
             if self.writer.name == KUBECTL:
                 _sync_last_applied(new, self.config)
         elif changed:
             previous = managed.get(self.writer)
             fields = (previous.fields - removed if previous else set()) | changed
-            managed[self.writer] = Entry(fields, self.api_version, _now())
+            managed[self.writer] = Entry(fields, self.api_version, time_string())
         elif self.writer in managed:
             managed[self.writer].discard(removed)
         entries = encode(managed)
