@@ -8,17 +8,16 @@ field keeps its name.
 
 from __future__ import annotations
 
-import copy
-
 from minikube_py.api.conversion.shape import Object, as_dict, head, put
+from minikube_py.api.jsoncopy import copy_json
 
 
 def event_to_core(event: Object) -> Object:
     out = head("v1", "Event", event)
-    out["involvedObject"] = copy.deepcopy(as_dict(event.get("regarding")))
+    out["involvedObject"] = copy_json(as_dict(event.get("regarding")))
     put(out, "reason", event.get("reason"))
     put(out, "message", event.get("note"))
-    out["source"] = copy.deepcopy(as_dict(event.get("deprecatedSource")))
+    out["source"] = copy_json(as_dict(event.get("deprecatedSource")))
     out["firstTimestamp"] = event.get("deprecatedFirstTimestamp")
     out["lastTimestamp"] = event.get("deprecatedLastTimestamp")
     put(out, "count", event.get("deprecatedCount"))
@@ -40,11 +39,11 @@ def event_from_core(event: Object) -> Object:
     put(out, "reportingInstance", event.get("reportingInstance"))
     put(out, "action", event.get("action"))
     put(out, "reason", event.get("reason"))
-    out["regarding"] = copy.deepcopy(as_dict(event.get("involvedObject")))
+    out["regarding"] = copy_json(as_dict(event.get("involvedObject")))
     put(out, "related", event.get("related"))
     put(out, "note", event.get("message"))
     put(out, "type", event.get("type"))
-    out["deprecatedSource"] = copy.deepcopy(as_dict(event.get("source")))
+    out["deprecatedSource"] = copy_json(as_dict(event.get("source")))
     out["deprecatedFirstTimestamp"] = event.get("firstTimestamp")
     out["deprecatedLastTimestamp"] = event.get("lastTimestamp")
     put(out, "deprecatedCount", event.get("count"))
