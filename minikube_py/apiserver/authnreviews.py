@@ -26,6 +26,7 @@ from starlette.responses import Response
 
 from ..admission.interface import CREATE
 from ..api import errors
+from ..api.timestamps import time_string
 from ..auth.authn import user_info, with_authenticated_group
 from ..auth.serviceaccount import (
     BINDABLE_KINDS,
@@ -36,7 +37,6 @@ from ..auth.serviceaccount import (
     load_signing_key,
 )
 from . import responses
-from .codec import now_rfc3339
 from .handlers import _warn, request_user
 from .request import RequestInfo
 
@@ -108,7 +108,7 @@ class AuthenticationAPI:
                                            bound)
         answer = {
             "kind": "TokenRequest", "apiVersion": API_VERSION,
-            "metadata": {"name": name, "namespace": namespace, "creationTimestamp": now_rfc3339()},
+            "metadata": {"name": name, "namespace": namespace, "creationTimestamp": time_string()},
             "spec": spec,
             "status": {"token": token, "expirationTimestamp": _rfc3339(expires)},
         }
@@ -198,7 +198,7 @@ class AuthenticationAPI:
     async def self_subject_review(self, request: Request, info: RequestInfo) -> Response:
         _, warnings = await self._body(request, "SelfSubjectReview")
         answer = {"kind": "SelfSubjectReview", "apiVersion": API_VERSION,
-                  "metadata": {"creationTimestamp": now_rfc3339()},
+                  "metadata": {"creationTimestamp": time_string()},
                   "status": {"userInfo": user_info(request_user(request))}}
         return _warn(responses.json_response(answer, 201), warnings)
 
@@ -232,4 +232,4 @@ def _validate_token_request(spec: dict[str, Any]) -> None:
 
 
 def _rfc3339(unix_seconds: int) -> str:
-    return datetime.datetime.fromtimestamp(unix_seconds, datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return time_string(datetime.datetime.fromtimestamp(unix_seconds, datetime.UTC))

@@ -9,7 +9,7 @@ the labs and makes a stored value independent of when it is read.
 from __future__ import annotations
 
 import uuid
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import orjson
@@ -40,12 +40,8 @@ def with_revision(obj: dict[str, Any], revision: int) -> dict[str, Any]:
     return obj
 
 
-def now_rfc3339() -> str:
-    return time_string()
-
-
 def timestamp_in(seconds: int) -> str:
-    return datetime.fromtimestamp(datetime.now(UTC).timestamp() + seconds, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return time_string(datetime.now(UTC) + timedelta(seconds=seconds))
 
 
 def new_uid() -> str:

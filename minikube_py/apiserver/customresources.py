@@ -37,8 +37,8 @@ from ..api.crd import (
 from ..api.crdschema import compile_schema
 from ..api.errors import APIError
 from ..api.kinds import Resource
+from ..api.timestamps import time_string
 from ..store.errors import KeyNotFoundError, StoreError
-from . import codec
 
 if TYPE_CHECKING:
     from .app import APIServer
@@ -117,7 +117,7 @@ class CustomResourceController:
             if crd["metadata"].get("deletionTimestamp"):
                 await self._clean_up(crd)
                 return []
-            status = naming_status(crd, self._others(crd), codec.now_rfc3339())
+            status = naming_status(crd, self._others(crd), time_string())
             self._serve(name, {**crd, "status": status})
             if status == crd.get("status"):
                 return []
@@ -155,7 +155,7 @@ class CustomResourceController:
 
     async def _record_status(self, name: str) -> dict[str, Any]:
         def record(crd: dict[str, Any]) -> dict[str, Any]:
-            crd["status"] = naming_status(crd, self._others(crd), codec.now_rfc3339())
+            crd["status"] = naming_status(crd, self._others(crd), time_string())
             return crd
 
         return await self.server.stores[CRDS].guaranteed_update("", name, record, subresource="status")

@@ -41,7 +41,8 @@ from starlette.responses import Response
 from ..admission.interface import CREATE
 from ..api import errors, fieldvalidation
 from ..api.selectors import LabelSelector
-from . import codec, responses
+from ..api.timestamps import time_string
+from . import responses
 from .registry.deletion import DeleteOptions, dry_run_requested, parse_delete_options
 from .registry.generic import ResourceStore
 from .registry.listing import parse_list_options
@@ -206,7 +207,7 @@ class Eviction:
         new_status["disruptionsAllowed"] = allowed - 1
         if allowed == 1:
             _set_insufficient(new_status)
-        new_status.setdefault("disruptedPods", {})[self.name] = codec.now_rfc3339()
+        new_status.setdefault("disruptedPods", {})[self.name] = time_string()
         await self.budgets.update(self.namespace, name, updated, subresource="status")
 
     async def mark_and_delete(self, options: DeleteOptions) -> None:
@@ -258,10 +259,10 @@ def _mark(pod: dict[str, Any], options: DeleteOptions) -> dict[str, Any]:
     for condition in conditions:
         if condition.get("type") == "DisruptionTarget":
             if condition.get("status") != "True":
-                condition["lastTransitionTime"] = codec.now_rfc3339()
+                condition["lastTransitionTime"] = time_string()
             condition.update(wanted_condition)
             return pod
-    conditions.append({**wanted_condition, "lastProbeTime": None, "lastTransitionTime": codec.now_rfc3339()})
+    conditions.append({**wanted_condition, "lastProbeTime": None, "lastTransitionTime": time_string()})
     return pod
 
 
@@ -273,10 +274,10 @@ def _set_insufficient(status: dict[str, Any]) -> None:
     for condition in conditions:
         if condition.get("type") == "DisruptionAllowed":
             if condition.get("status") != "False":
-                condition["lastTransitionTime"] = codec.now_rfc3339()
+                condition["lastTransitionTime"] = time_string()
             condition.update(wanted)
             return
-    conditions.append({**wanted, "lastTransitionTime": codec.now_rfc3339()})
+    conditions.append({**wanted, "lastTransitionTime": time_string()})
 
 
 def _ready(pod: dict[str, Any]) -> bool:

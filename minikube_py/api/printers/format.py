@@ -23,6 +23,7 @@ from typing import Any
 
 from minikube_py.api.errors import APIError
 from minikube_py.api.selectors import LabelSelector
+from minikube_py.api.timestamps import time_string
 
 _MICROSECONDS_PER_SECOND = 1_000_000
 _GO_ZERO_TIME = "0001-01-01T00:00:00Z"
@@ -41,7 +42,7 @@ def rfc3339(value: str | None) -> str:
     parsed = parse_time(value)
     if parsed is None:
         return _GO_ZERO_TIME
-    return parsed.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return time_string(parsed.astimezone(UTC))
 
 
 def human_duration(elapsed: timedelta) -> str:

@@ -28,6 +28,7 @@ from ...api.defaults import apply_defaults, default_status, prepare_for_create, 
 from ...api.jsoncopy import copy_json
 from ...api.kinds import Resource
 from ...api.managedfields import FieldTracker
+from ...api.timestamps import time_string
 from ...api.validation import validate_create, validate_update
 from ...store.errors import ConflictError, KeyExistsError, KeyNotFoundError
 from ...store.interface import KeyValue, Storage
@@ -169,7 +170,7 @@ class ResourceStore:
 
     def _fill_new_metadata(self, meta: dict[str, Any]) -> None:
         meta["uid"] = codec.new_uid()
-        meta["creationTimestamp"] = codec.now_rfc3339()
+        meta["creationTimestamp"] = time_string()
         for field in ("deletionTimestamp", "deletionGracePeriodSeconds", "resourceVersion", "selfLink"):
             meta.pop(field, None)
         if self.strategy.tracks_generation:

@@ -32,7 +32,7 @@ from ...api.kinds import Resource
 from ...api.managedfields import FieldTracker
 from ...api.selectors import LabelSelector
 from ...api.strategicpatch.values import go_type
-from .. import codec
+from ...api.timestamps import time_string
 from .generic import Admission, ResourceStore
 
 
@@ -212,4 +212,4 @@ def _set_scheduled(pod: dict[str, Any]) -> None:
     conditions = pod.setdefault("status", {}).setdefault("conditions", [])
     conditions[:] = [c for c in conditions if c.get("type") != "PodScheduled"]
     conditions.append({"type": "PodScheduled", "status": "True", "lastProbeTime": None,
-                       "lastTransitionTime": codec.now_rfc3339()})
+                       "lastTransitionTime": time_string()})

@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from minikube_py.api.timestamps import time_string
 from minikube_py.client import errors, resources
 from minikube_py.scheduler.framework.interface import (
     SUCCESS,
@@ -323,7 +324,7 @@ def disruption_target_condition(preemptor: Pod) -> dict[str, Any]:
     scheduler = (preemptor.get("spec") or {}).get("schedulerName") or "default-scheduler"
     return {"type": "DisruptionTarget", "status": "True", "reason": "PreemptionByScheduler",
             "message": f"{scheduler}: preempting to accommodate a higher priority pod",
-            "lastTransitionTime": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")}
+            "lastTransitionTime": time_string()}
 
 
 def fit_error_message(num_all_nodes: int, statuses: Mapping[str, Status]) -> str:
