@@ -87,10 +87,12 @@ def build_cachers(hub: WatchHub, registry: Registry) -> dict[tuple[str, str, str
             for res in registry.resources}
 
 
-def add_triggers(cachers: dict[tuple[str, str, str], Cacher],
-                 stores: dict[tuple[str, str, str], ResourceStore]) -> None:
-    """Give the caches of the resources in INDEXED_TRIGGERS their trigger, read through their store."""
+def attach_caches(cachers: dict[tuple[str, str, str], Cacher],
+                  stores: dict[tuple[str, str, str], ResourceStore]) -> None:
+    """Give each store its watch cache (updates start from the cached copy), and the caches of the resources
+    in INDEXED_TRIGGERS their trigger, read through their store."""
     for gvr, store in stores.items():
+        store.cache = cachers[gvr]
         field = INDEXED_TRIGGERS.get(store.resource.group_resource)
         if field is not None and cachers[gvr].trigger is None:
             cachers[gvr].trigger = IndexedTrigger(field, store)
@@ -129,7 +131,7 @@ class APIServer:
             cacher.start()
         self.namespaces = NamespaceLifecycle(self.storage, self.cachers[("", "v1", "namespaces")])
         self.stores = build_stores(self.registry, self.storage, self.options, self.namespaces)
-        add_triggers(self.cachers, self.stores)
+        attach_caches(self.cachers, self.stores)
         self.cluster_state = CachedClusterState(self.stores, self.cachers)
         plugins = enabled_plugins(self.options.enable_admission_plugins, self.options.disable_admission_plugins)
         self.admission = AdmissionChain.build(plugins, self.cluster_state, self.options)
@@ -164,6 +166,7 @@ class APIServer:
             shared = Cacher(self.watch_hub, res.key_prefix)
             shared.start()
         self.cachers[gvr] = shared
+        self.stores[gvr].cache = shared
 
     def uninstall(self, res: Resource) -> None:
         gvr = (res.group, res.version, res.plural)

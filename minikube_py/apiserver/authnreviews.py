@@ -125,12 +125,14 @@ class AuthenticationAPI:
             await admission.validate(token_request, None)
 
     async def _get(self, resource: str, namespace: str, name: str) -> dict[str, Any]:
-        """The object from etcd (404 when missing), once the watch cache has it too: the authenticator reads
-        the cache, so a token must not be answered before the objects it names are visible there."""
+        """The object as a consistent read sees it (404 when missing), once the watch cache has it too: the
+        authenticator reads the cache, so a token must not be answered before the objects it names are
+        visible there."""
         key = ("", "v1", resource)
-        obj: dict[str, Any] = await self.server.stores[key].get(namespace, name)
-        await self.server.cachers[key].wait_fresh(int(obj["metadata"]["resourceVersion"]))
-        return obj
+        store, cacher = self.server.stores[key], self.server.cachers[key]
+        kv = await self.server.handler.read(store, cacher, namespace, name)
+        await cacher.wait_fresh(kv.mod_revision)
+        return store.decode(kv)
 
     async def _bound_objects(self, ref: Any, namespace: str, service_account: str) -> list[BoundObject]:
         """The objects the token is bound to: the referenced one, and for a pod also its node (if any)."""

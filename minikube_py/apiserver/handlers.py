@@ -21,6 +21,7 @@ from ..admission.interface import CREATE, DELETE, UPDATE
 from ..api import errors, fieldvalidation
 from ..api.kinds import Registry, Resource
 from ..auth.authn import UserInfo
+from ..store.interface import KeyValue
 from . import eviction, negotiation, patch, responses
 from .admitter import Admitter, RequestAdmission
 from .cacher import Cacher
@@ -138,21 +139,29 @@ class ResourceHandler:
     async def _get(self, query: dict[str, str], info: RequestInfo, store: ResourceStore, cacher: Cacher,
                    as_table: bool, include: str) -> Response:
         """One object, from the watch cache once it is fresh enough for the request, else from etcd."""
-        if await self.reads.fresh(cacher, query.get("resourceVersion")):
-            kv = cacher.objects.get(store.key(info.namespace, info.name))
-            if kv is None:
-                raise errors.not_found(store.resource.group_resource, info.name)
-            if not as_table and not info.subresource:
-                return Response(cacher.encoded(store, kv), media_type="application/json")
-            obj = store.decode(kv)
-        else:
-            obj = await store.get(info.namespace, info.name)
+        kv = await self.read(store, cacher, info.namespace, info.name, query.get("resourceVersion"))
+        if not as_table and not info.subresource:
+            return Response(cacher.encoded(store, kv), media_type="application/json")
+        obj = store.decode(kv)
         if info.subresource == "scale":
             return responses.json_response(to_scale(store.resource, obj))
         if as_table and not info.subresource:
             rv = obj["metadata"].get("resourceVersion")
             return responses.json_response(responses.table(store.resource, [obj], include, list_rv=rv))
         return responses.json_response(obj)
+
+    async def read(self, store: ResourceStore, cacher: Cacher, namespace: str, name: str,
+                   resource_version: str | None = None) -> KeyValue:
+        """The stored value of one object as a read at `resource_version` (unset: a consistent read) sees
+        it: from the watch cache once it is fresh enough, else from etcd; 404 when there is none."""
+        key = store.key(namespace, name)
+        if await self.reads.fresh(cacher, resource_version):
+            kv = cacher.objects.get(key)
+        else:
+            kv = await store.storage.get(key)
+        if kv is None:
+            raise errors.not_found(store.resource.group_resource, name)
+        return kv
 
     def _watch(self, query: dict[str, str], info: RequestInfo, store: ResourceStore, cacher: Cacher,
                as_table: bool, include: str) -> Response:
