@@ -25,7 +25,6 @@ import math
 import multiprocessing
 import os
 import re
-import shutil
 import ssl
 import subprocess
 import sys
@@ -224,7 +223,6 @@ def control_plane() -> Iterator[ControlPlane]:
         yield cp
     finally:
         cp.stop()
-        shutil.rmtree(cp.workdir, ignore_errors=True)
 
 
 def admin_tls(cp: ControlPlane) -> TLSFiles:

@@ -127,8 +127,9 @@ class ControlPlane:
             self.kcm.stop()
         self.stop_apiserver()
         self.etcd.stop()
-        if self._owns_etcd:  # etcd preallocates a 64 MB WAL: left behind, a full suite run leaves gigabytes
-            shutil.rmtree(self.workdir / "etcd", ignore_errors=True)
+        # certificates, logs and (when it ran our own etcd) a 64 MB etcd WAL: a suite run would leave
+        # hundreds of these behind
+        shutil.rmtree(self.workdir, ignore_errors=True)
 
     def tls_context(self, *, with_admin_cert: bool = True) -> ssl.SSLContext:
         context = ssl.create_default_context(cafile=str(self.ca_file))

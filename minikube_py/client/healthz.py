@@ -41,10 +41,10 @@ class HealthServer:
 
     async def start(self) -> None:
         context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-        cert_file, key_file = self.cert_file, self.key_file
-        if not cert_file:
-            cert_file, key_file = _self_signed()
-        context.load_cert_chain(cert_file, key_file)
+        if self.cert_file:
+            context.load_cert_chain(self.cert_file, self.key_file)
+        else:
+            _load_self_signed(context)
         try:
             self._server = await asyncio.start_server(self._serve, self.bind_address, self.port, ssl=context)
         except OSError as error:
@@ -97,12 +97,15 @@ def _run(check: Check) -> tuple[bool, str]:
         return False, str(error)
 
 
-def _self_signed() -> tuple[str, str]:
+def _load_self_signed(context: ssl.SSLContext) -> None:
+    """Serve with a certificate made for this run; its files (a private key among them) are gone once the
+    context has loaded them."""
     from minikube_py.auth import pki
 
-    directory = Path(tempfile.mkdtemp(prefix="mkpy-serving-"))
-    ca = pki.ensure_ca(directory, common_name="self-signed")
-    ips, dns = pki.apiserver_sans("127.0.0.1", "10.96.0.0/12")
-    pair = pki.ensure_serving_cert(directory, ca, "serving", common_name="localhost", ip_addresses=ips,
-                                   dns_names=dns)
-    return str(pair.cert_path), str(pair.key_path)
+    with tempfile.TemporaryDirectory(prefix="mkpy-serving-") as name:
+        directory = Path(name)
+        ca = pki.ensure_ca(directory, common_name="self-signed")
+        ips, dns = pki.apiserver_sans("127.0.0.1", "10.96.0.0/12")
+        pair = pki.ensure_serving_cert(directory, ca, "serving", common_name="localhost", ip_addresses=ips,
+                                       dns_names=dns)
+        context.load_cert_chain(str(pair.cert_path), str(pair.key_path))

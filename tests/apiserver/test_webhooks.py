@@ -8,7 +8,6 @@ carries) and deleted in `finally`, because the control plane is shared with the 
 from __future__ import annotations
 
 import base64
-import tempfile
 import uuid
 from collections.abc import Callable
 from pathlib import Path
@@ -267,8 +266,8 @@ def test_duplicate_webhook_names_are_invalid(api: httpx.Client, scoped: str, ser
 
 
 def test_a_webhook_whose_certificate_the_ca_bundle_does_not_trust_is_a_failure_to_call(
-        api: httpx.Client, scoped: str, server: WebhookServer) -> None:
-    other_ca = pki.ensure_ca(Path(tempfile.mkdtemp(prefix="mkpy-other-ca-")), "other-ca")
+        api: httpx.Client, scoped: str, server: WebhookServer, tmp_path: Path) -> None:
+    other_ca = pki.ensure_ca(tmp_path, "other-ca")
     untrusted = base64.b64encode(other_ca.cert_path.read_bytes()).decode()
     probe = webhook("deny.webhooks.mkpy.test", server.url("/deny"), scoped, server.ca_bundle)
     hook = webhook("tls.webhooks.mkpy.test", server.url("/deny"), scoped, untrusted)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import json
+import shutil
 import ssl
 import tempfile
 import threading
@@ -41,9 +42,9 @@ class WebhookServer:
     other path allows. It records every review."""
 
     def __init__(self) -> None:
-        pki_dir = Path(tempfile.mkdtemp(prefix="mkpy-webhook-"))
-        ca = pki.ensure_ca(pki_dir, "webhook-ca")
-        serving = pki.ensure_serving_cert(pki_dir, ca, "webhook", common_name="webhook",
+        self.pki_dir = Path(tempfile.mkdtemp(prefix="mkpy-webhook-"))  # removed by stop()
+        ca = pki.ensure_ca(self.pki_dir, "webhook-ca")
+        serving = pki.ensure_serving_cert(self.pki_dir, ca, "webhook", common_name="webhook",
                                           ip_addresses=[ip_address("127.0.0.1")], dns_names=["localhost"])
         self.ca_bundle = base64.b64encode(ca.cert_path.read_bytes()).decode()
         self.reviews: list[dict[str, Any]] = []
@@ -61,6 +62,7 @@ class WebhookServer:
     def stop(self) -> None:
         self.httpd.shutdown()
         self.httpd.server_close()
+        shutil.rmtree(self.pki_dir, ignore_errors=True)
 
 
 def _answer(path: str, request: dict[str, Any]) -> dict[str, Any]:

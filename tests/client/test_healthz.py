@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 import socket
 import ssl
+import tempfile
+from pathlib import Path
 
 import pytest
 
@@ -35,10 +37,13 @@ def test_a_failing_or_raising_check_makes_the_endpoint_fail_and_names_the_check(
     assert b"[+]ping ok" in body
 
 
-async def test_it_serves_https_with_a_self_signed_certificate() -> None:
+async def test_it_serves_https_with_a_self_signed_certificate_whose_files_are_gone(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # where the certificate is made
     port = free_port()
     server = HealthServer("127.0.0.1", port)
     await server.start()
+    assert list(tmp_path.iterdir()) == []  # no private key left on disk
     try:
         context = ssl.create_default_context()
         context.check_hostname, context.verify_mode = False, ssl.CERT_NONE
