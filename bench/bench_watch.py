@@ -5,8 +5,9 @@ watchers of the same Pods while a writer creates 100 Pods a second (paced, not i
 every (write, watcher) pair:
 
 * apiserver: 10 `GET /api/v1/namespaces/bench-watch/pods?watch=true&resourceVersion=N` streams over
-  HTTPS (each one is its own etcd watch inside the apiserver, whose events are decoded, translated and
-  re-encoded as kube watch events); the client reads the chunked stream and parses each event's name.
+  HTTPS, served by the apiserver's watch cache (one etcd watch for everything it stores; each change is
+  decoded and encoded as a kube watch event once, then written to every stream); the client reads the
+  chunked stream and parses each event's name.
 * baseline: 10 etcd watches on the same key prefix through the same etcd client the apiserver uses
   (`EtcdStorage.watch`, one gRPC stream per watch on one shared channel, as in the apiserver).
 

@@ -37,6 +37,7 @@ from .request import RequestInfo, query_params, request_info
 from .watch import watch_events
 
 SCALE_GVK = ("autoscaling", "v1", "Scale")
+ADMISSIONS = "mkpy.admissions"  # scope key: the admission chains bound to the request, for their warnings
 # Answers a create on a resource that is not stored: a review or a TokenRequest.
 CreateOnlyHandler = Callable[[Request, RequestInfo], Awaitable[Response]]
 
@@ -71,7 +72,7 @@ class ResourceHandler:
                                               subresource=info.subresource, dry_run=dry_run, options=options,
                                               kind=kind)
         if admission is not None:  # its plugins' warnings go out as Warning headers (see `handle`)
-            request.state.admissions = [*getattr(request.state, "admissions", []), admission]
+            request.scope.setdefault(ADMISSIONS, []).append(admission)
         return admission
 
     async def handle(self, request: Request) -> Response:
@@ -395,7 +396,9 @@ def _user_agent(request: Request) -> str:
 
 def _admission_warnings(request: Request) -> list[str]:
     """What this request's admission plugins said for the client (kube's `warning.AddWarning`), once each."""
-    admissions = getattr(request.state, "admissions", [])
+    admissions = request.scope.get(ADMISSIONS)
+    if not admissions:  # a read
+        return []
     return list(dict.fromkeys(text for admission in admissions for text in admission.attributes.warnings))
 
 

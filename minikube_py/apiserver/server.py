@@ -54,6 +54,9 @@ def uvicorn_config(options: ServerOptions, app: Any) -> uvicorn.Config:
         ws=StreamingWebSocketProtocol,
         lifespan="on",
         access_log=False,
+        # kube never takes a client's address from X-Forwarded-For; audit lists that header's addresses
+        # before the peer's own (audit.py), which uvicorn's rewrite of the peer address would hide
+        proxy_headers=False,
         log_level="warning",
         timeout_keep_alive=120,
         # On SIGTERM, open watches get a second to end before they are cut (kube ends them at shutdown too),

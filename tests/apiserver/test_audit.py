@@ -80,6 +80,14 @@ def test_request_level_logs_the_request_object_but_not_the_response(audited: tup
     assert complete["stageTimestamp"].endswith("Z") and len(complete["stageTimestamp"]) == 27
 
 
+def test_source_ips_are_the_forwarded_chain_then_the_peer_that_sent_it(audited: tuple[ControlPlane, Path]) -> None:
+    """As kube: X-Forwarded-For's addresses first, then the connection's own, which a header cannot replace."""
+    cp, log = audited
+    with cp.client() as api:
+        r = api.get("/api/v1/namespaces/default/pods", headers={"X-Forwarded-For": "10.0.0.7, 10.0.0.8"})
+    assert events(log, r.headers["Audit-Id"], 2)[-1]["sourceIPs"] == ["10.0.0.7", "10.0.0.8", "127.0.0.1"]
+
+
 def test_request_response_level_logs_the_response_object(audited: tuple[ControlPlane, Path]) -> None:
     cp, log = audited
     with cp.client() as api:
