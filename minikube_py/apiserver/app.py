@@ -18,19 +18,21 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
-from starlette.routing import BaseRoute, Route
+from starlette.routing import BaseRoute, Match, Route
+from starlette.types import Scope
 
 from .. import heap
 from ..admission.chain import AdmissionChain, enabled_plugins
 from ..api import errors
 from ..api.crdschema import CompiledSchema
-from ..api.kinds import Registry, Resource, default_registry
+from ..api.kinds import NODE_PROXY, POD_STREAMS, Registry, Resource, default_registry
+from ..api.metrics import GROUP as METRICS_GROUP
 from ..auth.authn import Authenticator
 from ..auth.authorizer import AuthorizerChain
 from ..auth.pki import first_service_ip
@@ -56,6 +58,7 @@ from .registry.allocator import node_port_range, service_ip_range
 from .registry.generic import ResourceStore
 from .registry.services import ServiceStrategy
 from .registry.strategy import CustomResourceStrategy, strategy_for
+from .request import request_info
 
 log = logging.getLogger(__name__)
 
@@ -267,13 +270,14 @@ class APIServer:
             return False
 
     def routes(self) -> list[BaseRoute]:
-        # resource URLs first: they are nearly all the traffic, and routes are tried in order; the pod and node
-        # subresources a kubelet serves (logs, exec, ..., nodes/proxy) and metrics.k8s.io before them
+        # routes are tried in order, and resource URLs are nearly all the traffic: they come first, leaving
+        # to their own routes the pod and node subresources a kubelet serves (logs, exec, ..., nodes/proxy)
+        # and metrics.k8s.io
+        elsewhere = [*self.node_proxy.routes(), *self.metrics.routes()]
         return [
-            *self.node_proxy.routes(),
-            *self.metrics.routes(),
-            Route("/api/{rest:path}", self.resources, methods=_METHODS),
-            Route("/apis/{rest:path}", self.resources, methods=_METHODS),
+            ResourceRoute("/api/{rest:path}", self.resources, elsewhere),
+            ResourceRoute("/apis/{rest:path}", self.resources, elsewhere),
+            *elsewhere,
             Route("/api", self.api_root), Route("/apis", self.apis_root),
             Route("/version", self.version), Route("/version/", self.version),
             Route("/healthz", self.health), Route("/livez", self.health), Route("/readyz", self.health),
@@ -282,6 +286,29 @@ class APIServer:
 
 
 _METHODS = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE"]
+_PROXIED = frozenset(sub.name for sub in (*POD_STREAMS, NODE_PROXY))  # the subresources a kubelet serves
+
+
+class ResourceRoute(Route):
+    """Every URL under `/api/` or `/apis/`, except those one of the `elsewhere` routes matches: a request for a
+    subresource a kubelet serves, or for metrics.k8s.io, is tried against them (and nothing else is)."""
+
+    def __init__(self, path: str, endpoint: Callable[[Request], Awaitable[Response]],
+                 elsewhere: list[BaseRoute]) -> None:
+        super().__init__(path, endpoint, methods=_METHODS)
+        self.elsewhere = elsewhere
+
+    def matches(self, scope: Scope) -> tuple[Match, Scope]:
+        match, child_scope = super().matches(scope)
+        if match is Match.FULL and self._maybe_elsewhere(scope) and any(
+                route.matches(scope)[0] is Match.FULL for route in self.elsewhere):
+            return Match.NONE, {}
+        return match, child_scope
+
+    @staticmethod
+    def _maybe_elsewhere(scope: Scope) -> bool:
+        info = request_info(scope)
+        return info is not None and (info.subresource in _PROXIED or info.group == METRICS_GROUP)
 
 
 async def _not_found(request: Request, exc: Exception) -> Response:
