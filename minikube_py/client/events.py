@@ -5,6 +5,10 @@ Components report what they did ("Scheduled", "FailedScheduling", "LeaderElectio
 
     recorder.eventf(...)  ──(bounded buffer, never blocks)──▶  EventBroadcaster's sink task ──▶ apiserver
 
+The sink's requests give way to the component's other requests (`rest.requests_in_background`): kube
+components send events on a client of their own, so that a burst of events never delays a binding or a
+pod status.
+
 * `EventRecorder` (client-go `tools/events`) writes events.k8s.io/v1 Events named `<regarding>.<hex unix
   nanoseconds>`. An isomorphic event (same regarding, related, type, reason, action, reporting controller
   and instance; the note is not compared, as in kube) while the first is still cached becomes a series:
@@ -45,7 +49,7 @@ from typing import Any
 import orjson
 
 from minikube_py.api.timestamps import micro_time_string, time_string
-from minikube_py.client import errors
+from minikube_py.client import errors, rest
 from minikube_py.client.clock import Clock, RealClock
 from minikube_py.client.resources import CORE_EVENTS, EVENTS
 from minikube_py.client.rest import RESTClient
@@ -184,6 +188,7 @@ class EventBroadcaster:
         return f"{ref_name}.{nanos:x}"
 
     async def _sink(self) -> None:
+        rest.requests_in_background()
         while True:
             event = await self._queue.get()
             try:
@@ -197,6 +202,7 @@ class EventBroadcaster:
                 self._queue.task_done()
 
     async def _every(self, period: float, job: Callable[[], Awaitable[None]]) -> None:
+        rest.requests_in_background()
         while True:
             await self.clock.sleep(period)
             await job()

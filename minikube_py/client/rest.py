@@ -21,13 +21,19 @@ Usage rules:
   `metadata.namespace`); `list`/`watch` without one span all namespaces.
 * Leave a watch early with `contextlib.aclosing(client.watch(...))` so its connection is released at once.
 * `config.qps > 0` throttles every request (watches included) with a token bucket of `config.burst`.
+* A task that calls `requests_in_background()` (an event sink) sends its requests only when no other request
+  of the same client waits for a slot: what kube gets from sending events on a client of their own, so that
+  events never hold up a component's other writes.
 """
 
 from __future__ import annotations
 
 import asyncio
 import builtins
+import contextlib
+import contextvars
 import time
+from collections import deque
 from collections.abc import AsyncGenerator, AsyncIterator
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -55,6 +61,56 @@ MAX_IN_FLIGHT = 16
 # connection between two Lease renewals (every 10 s) and pay a TLS handshake on both ends for each.
 IDLE_CONNECTION_TIMEOUT = 90.0
 WATCH_READ_SLACK = 30.0  # a watch with timeoutSeconds may stay silent this much longer before we give up
+_background: contextvars.ContextVar[bool] = contextvars.ContextVar("mkpy_rest_background", default=False)
+
+
+def requests_in_background() -> None:
+    """From now on the calling task's requests (and those of tasks it starts) give way to every other request
+    waiting for one of the client's slots."""
+    _background.set(True)
+
+
+class Slots:
+    """At most `size` requests on the wire at once; the others wait, first come first served, except that a
+    background request waits as long as any other does."""
+
+    def __init__(self, size: int) -> None:
+        self._free = size
+        self._waiting: tuple[deque[asyncio.Future[None]], deque[asyncio.Future[None]]] = (deque(), deque())
+
+    @contextlib.asynccontextmanager
+    async def held(self, background: bool = False) -> AsyncIterator[None]:
+        await self._acquire(background)
+        try:
+            yield
+        finally:
+            self._release()
+
+    async def _acquire(self, background: bool) -> None:
+        foreground, behind = self._waiting
+        if self._free > 0 and not foreground and not (background and behind):
+            self._free -= 1
+            return
+        waiter = asyncio.get_running_loop().create_future()
+        self._waiting[background].append(waiter)
+        try:
+            await waiter
+        except asyncio.CancelledError:
+            if waiter.done() and not waiter.cancelled():
+                self._release()  # handed a slot just as it was cancelled: pass it on
+            else:
+                with contextlib.suppress(ValueError):  # unless a release already dropped it
+                    self._waiting[background].remove(waiter)
+            raise
+
+    def _release(self) -> None:
+        for queue in self._waiting:
+            while queue:
+                waiter = queue.popleft()
+                if not waiter.done():
+                    waiter.set_result(None)  # the slot goes straight to it
+                    return
+        self._free += 1
 
 
 class WatchEvent(NamedTuple):
@@ -71,11 +127,11 @@ class RESTClient:
         self.config = config
         self._timeout = timeout
         self._throttle = _TokenBucket(config.qps, config.burst) if config.qps > 0 else None
-        # Requests wait for one of max_in_flight slots here, in an O(1) semaphore, rather than in the
+        # Requests wait for one of max_in_flight slots here, in O(1) queues, rather than in the
         # connection pool's queue (thousands of binds queued at once made a pool's queue the scheduler's main
         # cost). Watches hold a connection each for minutes, so they get a pool of their own and never take a
         # request's place. The sessions are made on first use, inside the event loop that uses them.
-        self._slots = asyncio.Semaphore(max_in_flight)
+        self._slots = Slots(max_in_flight)
         self._max_in_flight = max_in_flight
         self._auth = _bearer_auth(config)
         self._server = config.server.rstrip("/")
@@ -216,7 +272,7 @@ class RESTClient:
         await self._throttled()
         content = None if body is None else orjson.dumps(body)
         headers = self._headers(content_type if content is not None else None)
-        async with self._slots:
+        async with self._slots.held(_background.get()):
             try:
                 async with self._session(watches=False).request(
                         method, self._server + url, params=_query(params or {}) or None, data=content,
