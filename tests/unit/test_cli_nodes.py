@@ -52,3 +52,35 @@ def test_bridge_names_are_short_stable_and_unique_per_node_and_cluster() -> None
     assert len(names) == 4
     assert all(re.fullmatch(r"mk[0-9a-f]{11}", name) for name in names)  # a Linux interface name: ≤ 15 bytes
     assert nodes.bridge_name(first, node) == nodes.bridge_name(Cluster.create_or_load("first"), node)
+
+
+def test_a_fake_runtime_node_keeps_its_kubelet_files_in_memory_and_delete_removes_them(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    memory = tmp_path / "shm"
+    memory.mkdir()
+    monkeypatch.setattr(nodes, "MEMORY_ROOT", memory)
+    monkeypatch.setattr(nodes, "_is_tmpfs", lambda path: path == memory)
+    monkeypatch.setattr("minikube_py.kubelet.runtime.containerd.available", lambda: (False, "not here"))
+    cluster = Cluster.create_or_load("mem")
+    node_set, _ = nodes.plan(cluster, 1, 2)
+    fake, simulated, _ = node_set.nodes
+    real = nodes.Node("mem-m09", "containerd", 1, 2)
+    assert nodes.kubelet_root_dir(cluster, real) == nodes.node_dir(cluster, real) / "kubelet"
+    for node in (fake, simulated):
+        root = nodes.kubelet_root_dir(cluster, node)
+        assert root.is_relative_to(memory) and root.parts[-2:] == (node.name, "kubelet")
+    assert f"--root-dir={nodes.kubelet_root_dir(cluster, fake)}" in nodes.kubelet_argv(cluster, fake)
+    hollow_config = Path(nodes._hollow_nodes_argv(cluster, [simulated])[-1].removeprefix("--config="))
+    assert json.loads(hollow_config.read_text())["nodes"][0]["root_dir"] == str(
+        nodes.kubelet_root_dir(cluster, simulated))
+    (nodes.kubelet_root_dir(cluster, simulated) / "pods").mkdir(parents=True)
+    nodes.remove_host_state(cluster)
+    assert list(memory.iterdir()) == []
+
+
+def test_without_a_tmpfs_the_kubelet_files_stay_in_the_node_directory(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(nodes, "MEMORY_ROOT", tmp_path)  # a directory, not a tmpfs mount point
+    cluster = Cluster.create_or_load("disk")
+    node = nodes.Node("disk-sim-001", "fake", 1, 2, simulated=True)
+    assert nodes.kubelet_root_dir(cluster, node) == nodes.node_dir(cluster, node) / "kubelet"
