@@ -305,12 +305,14 @@ class Cacher:
         return found, self.revision
 
     def encoded(self, store: Decodes, kv: KeyValue) -> bytes:
-        """The object at `kv` as JSON for `store`'s API version, encoded once per change."""
+        """The object at `kv` as JSON for `store`'s API version, encoded once per change (a value read from etcd
+        rather than this cache is encoded but not remembered: the cache may no longer hold its key)."""
         memo = self._encoded.get(kv.key)
         if memo is not None and memo[0] == kv.mod_revision and memo[1] == id(store):
             return memo[2]
         body = orjson.dumps(store.decode(kv))
-        self._encoded[kv.key] = (kv.mod_revision, id(store), body)
+        if self.objects.get(kv.key) is kv:
+            self._encoded[kv.key] = (kv.mod_revision, id(store), body)
         return body
 
     def changed_since(self, revision: int) -> list[str] | None:

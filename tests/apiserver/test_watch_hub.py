@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import AsyncIterator
+from typing import Any
 
+import orjson
 import pytest
 
 from minikube_py.apiserver.cacher import Cacher, WatchHub
 from minikube_py.store.etcd import EtcdStorage
+from minikube_py.store.interface import KeyValue
 from tests.store.helpers import wait_until
 
 RESOURCES = ("pods/", "configmaps/", "services/specs/", "services/endpoints/")
@@ -65,6 +68,27 @@ async def test_a_write_the_hub_cannot_see_leaves_the_read_to_etcd(storage: EtcdS
     outside = await storage.create(f"/elsewhere-{uuid.uuid4().hex[:8]}", b"{}")  # `etcdctl put` by hand
     assert not await caches["pods/"].wait_fresh(outside)
 
+
+class Raw:
+    """A store whose objects are their stored bytes."""
+
+    def decode(self, kv: KeyValue) -> dict[str, Any]:
+        return orjson.loads(kv.value)
+
+
+async def test_an_object_is_encoded_once_per_change_and_a_value_from_etcd_is_not_remembered(
+        storage: EtcdStorage, caches: dict[str, Cacher]) -> None:
+    configmaps, store = caches["configmaps/"], Raw()
+    key = configmaps.prefix + "ns/c"
+    revision = await storage.create(key, b'{"v": 1}')
+    assert await configmaps.wait_fresh(revision)
+    cached = configmaps.objects[key]
+    assert configmaps.encoded(store, cached) is configmaps.encoded(store, cached)  # the same bytes, kept
+    await storage.delete(key)
+    from_etcd = KeyValue(key, b'{"v": 1}', cached.create_revision, cached.mod_revision)  # read just before
+    assert await configmaps.wait_fresh(await storage.current_revision())
+    assert orjson.loads(configmaps.encoded(store, from_etcd)) == {"v": 1}
+    assert key not in configmaps._encoded  # a deleted key leaves nothing behind
 
 
 async def test_a_cache_names_the_keys_changed_since_a_revision_while_its_window_holds_them(
