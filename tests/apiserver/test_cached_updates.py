@@ -1,5 +1,5 @@
-"""Updates that start from the watch cache's copy (kube's `cachedExistingObject`): no read from etcd when the
-copy is current, and the same outcome as a read from etcd when it is not. Against the session's etcd, on a
+"""Updates and deletes that start from the watch cache's copy (kube's `cachedExistingObject`): no read from
+etcd when the copy is current, and the same outcome as a read from etcd when it is not. Against the session's etcd, on a
 prefix of its own, with the cache's objects set by hand so that each test decides how stale they are."""
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ import pytest
 
 from minikube_py.api import errors
 from minikube_py.api.kinds import default_registry
+from minikube_py.apiserver.registry.deletion import DeleteOptions
 from minikube_py.apiserver.registry.generic import ResourceStore
 from minikube_py.apiserver.registry.strategy import strategy_for
 from minikube_py.store.etcd import EtcdStorage
@@ -56,11 +57,12 @@ def configmaps(counted: CountingStorage) -> ResourceStore:
     return store
 
 
-async def put(store: ResourceStore, name: str, data: dict[str, str]) -> KeyValue:
+async def put(store: ResourceStore, name: str, data: dict[str, str], uid: str = "u-1",
+              **metadata: Any) -> KeyValue:
     """Write the ConfigMap straight to etcd; its KeyValue as a cache would hold it."""
     key = store.key(NS, name)
     body = orjson.dumps({"apiVersion": "v1", "kind": "ConfigMap", "data": data,
-                         "metadata": {"name": name, "namespace": NS, "uid": "u-1"}})
+                         "metadata": {"name": name, "namespace": NS, "uid": uid, **metadata}})
     current = await store.storage.get(key)
     if current is None:
         revision = await store.storage.create(key, body)
@@ -137,3 +139,42 @@ async def test_a_cache_not_ready_is_not_used(configmaps: ResourceStore, counted:
     updated = await configmaps.guaranteed_update(NS, "c", add("b", "2"))
     assert updated["data"] == {"a": "2", "b": "2"}
     assert counted.gets == 1
+
+
+async def test_a_delete_from_a_current_copy_spares_the_read(configmaps: ResourceStore,
+                                                            counted: CountingStorage) -> None:
+    cache_of(configmaps).objects[configmaps.key(NS, "c")] = await put(configmaps, "c", {"a": "1"})
+    counted.gets = 0
+    _, gone = await configmaps.delete(NS, "c", DeleteOptions())
+    assert gone and counted.gets == 0
+    assert await configmaps.storage.get(configmaps.key(NS, "c")) is None
+
+
+async def test_a_delete_from_a_stale_copy_honours_a_finalizer_added_since(configmaps: ResourceStore) -> None:
+    cache_of(configmaps).objects[configmaps.key(NS, "c")] = await put(configmaps, "c", {"a": "1"})
+    await put(configmaps, "c", {"a": "1"}, finalizers=["example.com/keep"])
+    now, gone = await configmaps.delete(NS, "c", DeleteOptions())
+    assert not gone and now["metadata"]["deletionTimestamp"]
+    assert (await configmaps.get(NS, "c"))["metadata"]["finalizers"] == ["example.com/keep"]
+
+
+async def test_nothing_to_record_in_a_stale_copy_is_confirmed_with_etcd(configmaps: ResourceStore) -> None:
+    key = configmaps.key(NS, "c")
+    cache_of(configmaps).objects[key] = await put(configmaps, "c", {}, finalizers=["example.com/keep"],
+                                                  deletionTimestamp="2026-01-01T00:00:00Z")
+    await put(configmaps, "c", {}, finalizers=["example.com/keep"])  # etcd's copy is not being deleted
+    _, gone = await configmaps.delete(NS, "c", DeleteOptions())
+    assert not gone and (await configmaps.get(NS, "c"))["metadata"].get("deletionTimestamp")
+
+
+async def test_a_delete_precondition_is_checked_against_etcd_not_a_stale_copy(configmaps: ResourceStore) -> None:
+    key = configmaps.key(NS, "c")
+    cache_of(configmaps).objects[key] = await put(configmaps, "c", {}, uid="old")
+    await configmaps.storage.delete(key)
+    await put(configmaps, "c", {}, uid="new")  # deleted and made again: the cache has not caught up
+    _, gone = await configmaps.delete(NS, "c", DeleteOptions(precondition_uid="new"))
+    assert gone
+    await put(configmaps, "c", {}, uid="newer")
+    with pytest.raises(errors.APIError) as refused:
+        await configmaps.delete(NS, "c", DeleteOptions(precondition_uid="new"))
+    assert refused.value.code == 409

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Awaitable, Callable, Iterator
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from ...api import errors
 from ...api.conversion import from_storage, to_storage
@@ -39,6 +39,7 @@ from .listing import ListOptions, Page, list_page
 from .strategy import Strategy
 
 Mutation = Callable[[dict[str, Any]], dict[str, Any]]
+T = TypeVar("T")
 
 
 class Admission(Protocol):
@@ -225,14 +226,25 @@ class ResourceStore:
         nothing to change) is decided again on a copy read from etcd. A dry run, which writes nothing that
         could fail, reads etcd from the start."""
         key = self.key(namespace, name)
+        return await self._write_loop(
+            key, name, dry_run, stale_on_conflict=bool(precondition),
+            attempt=lambda kv: self._update_once(key, name, kv, mutate, precondition, uid, subresource, dry_run,
+                                                 tracker, admission))
+
+    async def _write_loop(self, key: str, name: str, dry_run: bool, stale_on_conflict: bool,
+                          attempt: Callable[[KeyValue], Awaitable[tuple[T, bool]]]) -> T:
+        """Run `attempt` (which returns its result and whether it wrote) until it holds: from the
+        watch cache's copy first, then from the copy etcd sends back on a conflict or a fresh read (see
+        `guaranteed_update`). A conflict is a 409 when `stale_on_conflict` (the caller pinned a version)."""
         cached = None if dry_run or self.cache is None or not self.cache.ready else self.cache.objects.get(key)
         kv, current = (cached, False) if cached is not None else (await self.storage.get(key), True)
         while True:
             try:
-                updated, wrote = await self._update_once(key, name, kv, mutate, precondition, uid, subresource,
-                                                         dry_run, tracker, admission)
+                if kv is None:
+                    raise errors.not_found(self.resource.group_resource, name)
+                result, wrote = await attempt(kv)
             except ConflictError as conflict:
-                if precondition:
+                if stale_on_conflict:
                     raise errors.stale_update(self.resource.group_resource, name) from None
                 kv, current = conflict.current, True
                 continue
@@ -244,16 +256,14 @@ class ResourceStore:
                     raise
             else:
                 if wrote or current:
-                    return updated
+                    return result
             kv, current = await self.storage.get(key), True
 
-    async def _update_once(self, key: str, name: str, kv: KeyValue | None, mutate: Mutation, precondition: str,
+    async def _update_once(self, key: str, name: str, kv: KeyValue, mutate: Mutation, precondition: str,
                            uid: str, subresource: str, dry_run: bool, tracker: FieldTracker | None,
                            admission: Admission | None) -> tuple[dict[str, Any], bool]:
         """One attempt of `guaranteed_update` from `kv`: the object as it is now, and whether it was written
         (False: there was nothing to change)."""
-        if kv is None:
-            raise errors.not_found(self.resource.group_resource, name)
         if precondition and precondition != str(kv.mod_revision):
             raise errors.stale_update(self.resource.group_resource, name)
         old = self.decode(kv)
@@ -350,35 +360,35 @@ class ResourceStore:
     async def delete(self, namespace: str, name: str, options: DeleteOptions,
                      admission: Admission | None = None) -> tuple[dict[str, Any], bool]:
         """Delete or mark for deletion, once admission allows it; returns (the object as it is now, whether
-        it is gone)."""
+        it is gone). Like an update, it starts from the watch cache's copy (kube's cacher passes it to etcd3's
+        Delete too)."""
         key = self.key(namespace, name)
-        while True:
-            kv = await self.storage.get(key)
-            if kv is None:
-                raise errors.not_found(self.resource.group_resource, name)
+
+        async def attempt(kv: KeyValue) -> tuple[tuple[dict[str, Any], bool], bool]:
             obj = self.decode(kv)
             check_preconditions(self.resource, obj, options)
             if admission is not None:
                 await admission.mutate(None, obj)
                 await admission.validate(None, obj)
-            try:
-                return await self._delete_once(key, kv, obj, options)
-            except ConflictError:
-                continue
+            now, gone, wrote = await self._delete_once(key, kv, obj, options)
+            return (now, gone), wrote
+
+        return await self._write_loop(key, name, options.dry_run, stale_on_conflict=False, attempt=attempt)
 
     async def _delete_once(self, key: str, kv: KeyValue, obj: dict[str, Any],
-                           options: DeleteOptions) -> tuple[dict[str, Any], bool]:
+                           options: DeleteOptions) -> tuple[dict[str, Any], bool, bool]:
+        """(the object as it is now, whether it is gone, whether anything was written)."""
         meta = obj["metadata"]
         grace = self.strategy.graceful_delete_seconds(obj, options.grace_period_seconds)
         finalizers = propagation_finalizers(options, list(meta.get("finalizers") or []), self.resource)
         keeps = self.strategy.delete_keeps_object(obj)
         if not finalizers and grace == 0 and not keeps:
             if options.dry_run:
-                return obj, True
+                return obj, True, True  # as if written: a dry run starts from etcd's own copy
             deleted = await self._delete_key(key, kv.mod_revision, obj)
-            return deleted, True
+            return deleted, True, True
         if meta.get("deletionTimestamp") and finalizers == list(meta.get("finalizers") or []) and not grace:
-            return obj, False  # already being deleted: nothing more to record
+            return obj, False, False  # already being deleted: nothing more to record
         meta["finalizers"] = finalizers or None
         if not meta["finalizers"]:
             del meta["finalizers"]
@@ -386,9 +396,9 @@ class ResourceStore:
         meta["deletionGracePeriodSeconds"] = grace
         self.strategy.mark_deleting(obj)
         if options.dry_run:
-            return obj, False
+            return obj, False, True
         revision = await self.storage.update(key, self.encode(obj), expected_revision=kv.mod_revision)
-        return codec.with_revision(obj, revision), False
+        return codec.with_revision(obj, revision), False, True
 
     async def _delete_key(self, key: str, revision: int, obj: dict[str, Any]) -> dict[str, Any]:
         try:
