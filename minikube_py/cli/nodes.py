@@ -147,6 +147,7 @@ def _memory_dir(cluster: Cluster) -> Path:
     return MEMORY_ROOT / "mkpy" / _cluster_id(cluster)
 
 
+@functools.cache  # asked once per node by `mkpy up` and `mkpy delete`; the mounts do not change meanwhile
 def _is_tmpfs(path: Path) -> bool:
     try:
         mounts = Path("/proc/self/mounts").read_text().splitlines()

@@ -12,7 +12,7 @@ registry does:
   when it has one, sparing a read from etcd (see `guaranteed_update`);
 * delete: preconditions, the kind's grace period (pods), finalizers (`deletionTimestamp` is set and the
   object stays until the last finalizer is removed), propagation policy (`foregroundDeletion`/`orphan`
-  finalizers for the garbage collector).
+  finalizers for the garbage collector); from the watch cache's copy too, through the same loop.
 
 The resourceVersion of every object is the etcd revision that last wrote it.
 """
