@@ -68,14 +68,22 @@ VERSION_INFO = {
 }
 
 
+def storage_ttls(options: ServerOptions) -> dict[str, int]:
+    """Seconds the objects under a storage prefix live after their last write (kube's TTLFunc): Events, of
+    both versions that store them there, expire after --event-ttl; everything else lives until deleted."""
+    return {"/registry/events/": options.event_ttl}
+
+
 def build_stores(registry: Registry, storage: Storage, options: ServerOptions,
                  namespaces: NamespaceLifecycle) -> dict[tuple[str, str, str], ResourceStore]:
     ips = service_ip_range(storage, options.service_cluster_ip_range)
     ports = node_port_range(storage, options.service_node_port_range)
+    ttls = storage_ttls(options)
     stores = {}
     for res in registry.resources:
         strategy = ServiceStrategy(res, ips, ports) if res.group_resource == "services" else strategy_for(res)
-        stores[(res.group, res.version, res.plural)] = ResourceStore(res, storage, strategy, namespaces.check)
+        stores[(res.group, res.version, res.plural)] = ResourceStore(res, storage, strategy, namespaces.check,
+                                                                     ttl=ttls.get(res.key_prefix, 0))
     return stores
 
 

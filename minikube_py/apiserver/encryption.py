@@ -418,12 +418,13 @@ class EncryptedStorage:
     async def count(self, prefix: str) -> int:
         return await self.inner.count(prefix)
 
-    async def create(self, key: str, value: bytes) -> int:
-        return await self.inner.create(key, self._write(key, value))
+    async def create(self, key: str, value: bytes, *, ttl: int = 0) -> int:
+        return await self.inner.create(key, self._write(key, value), ttl=ttl)
 
-    async def update(self, key: str, value: bytes, *, expected_revision: int | None) -> int:
+    async def update(self, key: str, value: bytes, *, expected_revision: int | None, ttl: int = 0) -> int:
         try:
-            return await self.inner.update(key, self._write(key, value), expected_revision=expected_revision)
+            return await self.inner.update(key, self._write(key, value), expected_revision=expected_revision,
+                                           ttl=ttl)
         except ConflictError as err:
             raise ConflictError(key, err.current and self._read(err.current)) from None
 

@@ -21,6 +21,7 @@ class ServerOptions:
     service_cluster_ip_range: str = "10.96.0.0/12"
     service_node_port_range: str = "30000-32767"
     etcd_compaction_interval: float = 300.0  # seconds; 0 disables periodic compaction
+    event_ttl: int = 3600  # seconds Events live after their last write; 0 keeps them until deleted
     max_request_body_bytes: int = 3 * 1024 * 1024
     min_request_timeout: float = 1800.0  # seconds; watches last between 1x and 2x this
     advertise_address: str = ""  # the address put in the kubernetes Service's Endpoints

@@ -27,6 +27,14 @@ AUTHORIZATION_MODES = ("AlwaysAllow", "AlwaysDeny", "Node", "RBAC")
 _FILE = click.Path(exists=True, dir_okay=False)
 
 
+def _event_ttl_seconds(ctx: click.Context, param: click.Parameter, seconds: float) -> int:
+    """--event-ttl in whole seconds, truncated as kube-apiserver does. As there, 0 attaches no lease (Events
+    are kept until deleted); a fraction of a second would silently mean the same, so it is refused."""
+    if 0 < seconds < 1:
+        raise click.BadParameter(f"must be 0 (keep Events until deleted) or at least 1s, not {seconds:g}s")
+    return int(seconds)
+
+
 @click.command(context_settings={"show_default": True})
 @click.option("--etcd-servers", type=URLList(), default=",".join(DEFAULTS.etcd_servers),
               help="etcd members to connect to, comma-separated (several for an external etcd cluster).")
@@ -49,6 +57,9 @@ _FILE = click.Path(exists=True, dir_okay=False)
               help="Port range that Service NodePorts are allocated from.")
 @click.option("--etcd-compaction-interval", type=Duration(), default=f"{DEFAULTS.etcd_compaction_interval:g}s",
               help="How often to compact etcd's history (Go duration, e.g. 5m0s; 0 disables).")
+@click.option("--event-ttl", type=Duration(), default=f"{DEFAULTS.event_ttl}s", callback=_event_ttl_seconds,
+              help="How long Events are kept after their last write (Go duration, whole seconds, e.g. 1h0m0s; "
+                   "0 keeps them until deleted).")
 @click.option("--min-request-timeout", type=click.IntRange(min=1), default=int(DEFAULTS.min_request_timeout),
               help="Seconds a watch lasts at least (each lasts a random 1-2x this).")
 @click.option("--anonymous-auth/--no-anonymous-auth", default=DEFAULTS.anonymous_auth,

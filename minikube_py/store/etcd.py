@@ -10,6 +10,8 @@ How each operation maps onto etcd (the same mapping kube-apiserver uses):
 * create: `Txn(create_revision(key) == 0 → put)`; update and delete: `Txn(mod_revision(key) == expected → op,
   else range(key))`, so a conflict returns the current value in the same round trip. With no expected
   revision the compare is `create_revision(key) > 0`, so that the key must still exist.
+* create / update with a `ttl`: the put carries a lease from `leases.LeaseManager`, so etcd deletes the key
+  when the lease ends (how Events expire).
 * watch: one gRPC `Watch` stream per watch, created with `prev_kv` and `progress_notify`; an empty response
   is a progress notification, surfaced as a PROGRESS event (the apiserver's BOOKMARK).
 
@@ -46,6 +48,7 @@ from .errors import (
     UnavailableError,
 )
 from .interface import KeyValue, ListResult, WatchEvent
+from .leases import LeaseManager
 
 DEFAULT_TIMEOUT = 10.0  # seconds a request (or the re-creation of a broken watch) may take
 MAX_RECEIVE_MESSAGE_BYTES = 64 * 1024 * 1024  # gRPC's default 4 MiB breaks lists of a few thousand objects
@@ -77,6 +80,7 @@ class EtcdStorage:
         self._channel = channel
         self._kv = rpc.KVStub(channel)
         self._watch = rpc.WatchStub(channel)
+        self._leases = LeaseManager(rpc.LeaseStub(channel), timeout=timeout)
         self._endpoints = endpoints
         self._timeout = timeout
 
@@ -118,16 +122,18 @@ class EtcdStorage:
         response = await self._range(rpc.RangeRequest(key=_ANY_KEY, count_only=True))
         return int(response.header.revision)
 
-    async def create(self, key: str, value: bytes) -> int:
+    async def create(self, key: str, value: bytes, *, ttl: int = 0) -> int:
         name = key.encode()
         absent = rpc.Compare(key=name, target=rpc.Compare.CREATE, result=rpc.Compare.EQUAL, create_revision=0)
-        response = await self._txn(rpc.TxnRequest(compare=[absent], success=[_put(name, value)]))
+        put = _put(name, value, await self._lease(ttl))
+        response = await self._txn(rpc.TxnRequest(compare=[absent], success=[put]))
         if not response.succeeded:
             raise KeyExistsError(key)
         return int(response.header.revision)
 
-    async def update(self, key: str, value: bytes, *, expected_revision: int | None) -> int:
-        response = await self._guarded(key, expected_revision, _put(key.encode(), value))
+    async def update(self, key: str, value: bytes, *, expected_revision: int | None, ttl: int = 0) -> int:
+        put = _put(key.encode(), value, await self._lease(ttl))
+        response = await self._guarded(key, expected_revision, put)
         return int(response.header.revision)
 
     async def delete(self, key: str, *, expected_revision: int | None = None) -> KeyValue:
@@ -161,6 +167,15 @@ class EtcdStorage:
 
     async def close(self) -> None:
         await self._channel.close()
+
+    async def _lease(self, ttl: int) -> int:
+        """The lease a write with `ttl` attaches its key to; 0 (none) when `ttl` is 0."""
+        if not ttl:
+            return 0
+        try:
+            return await self._leases.get_lease(ttl)
+        except grpc.aio.AioRpcError as err:
+            raise grpc_error(err, self._endpoints) from err
 
     async def _range(self, request: rpc.RangeRequest) -> rpc.RangeResponse:
         try:
@@ -376,8 +391,9 @@ def _precondition(key: bytes, expected_revision: int | None) -> rpc.Compare:
     return rpc.Compare(key=key, target=rpc.Compare.MOD, result=rpc.Compare.EQUAL, mod_revision=expected_revision)
 
 
-def _put(key: bytes, value: bytes) -> rpc.RequestOp:
-    return rpc.RequestOp(request_put=rpc.PutRequest(key=key, value=value))
+def _put(key: bytes, value: bytes, lease: int) -> rpc.RequestOp:
+    # a put without a lease (0) also takes the key off any lease an earlier write attached it to
+    return rpc.RequestOp(request_put=rpc.PutRequest(key=key, value=value, lease=lease))
 
 
 def _watch_request(key: bytes, range_end: bytes, start_revision: int) -> rpc.WatchRequest:

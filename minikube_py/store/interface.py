@@ -12,6 +12,10 @@ Contracts shared by every backend:
   `KeyNotFoundError` when the key is gone.
 * Reading or watching at a revision that compaction removed raises `CompactedError`; reading at a revision
   the store has not reached yet raises `FutureRevisionError`; an unreachable backend, `UnavailableError`.
+* A write with `ttl` > 0 (whole seconds) makes the key expire: unless written again first, the backend
+  deletes it (a DELETE for watchers, as if `delete` had been called) no sooner than `ttl` seconds after
+  that write and not much later (etcd: within min(60, 5% of `ttl`) more seconds, see leases.py). Every
+  write sets the expiry anew: after a write with `ttl` 0, the default, the key lives until deleted.
 * `watch` yields `WatchEvent`s strictly after `start_revision - 1` (i.e. `start_revision` is inclusive),
   each DELETE carrying the previous value, plus `PROGRESS` events (bookmarks) with the current revision.
 """
@@ -74,11 +78,13 @@ class Storage(Protocol):
     async def count(self, prefix: str) -> int:
         """How many keys exist under `prefix` now."""
 
-    async def create(self, key: str, value: bytes) -> int:
-        """Store `value` at `key` only if absent; returns the new revision."""
+    async def create(self, key: str, value: bytes, *, ttl: int = 0) -> int:
+        """Store `value` at `key` only if absent; returns the new revision. `ttl` > 0: seconds (whole) after
+        which the key expires, see above."""
 
-    async def update(self, key: str, value: bytes, *, expected_revision: int | None) -> int:
-        """Replace the value at `key`, only if its mod_revision equals `expected_revision` (None = any)."""
+    async def update(self, key: str, value: bytes, *, expected_revision: int | None, ttl: int = 0) -> int:
+        """Replace the value at `key`, only if its mod_revision equals `expected_revision` (None = any);
+        `ttl` as for `create`."""
 
     async def delete(self, key: str, *, expected_revision: int | None = None) -> KeyValue:
         """Delete `key`, returning the deleted value (with the delete's revision as mod_revision)."""

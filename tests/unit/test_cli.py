@@ -241,6 +241,15 @@ def test_apiserver_flags_become_server_options(served, tmp_path):
     assert options.advertise_address == "127.0.0.1"
 
 
+@pytest.mark.parametrize("flag, seconds", [
+    ("--event-ttl=1h0m0s", 3600), ("--event-ttl=30s", 30), ("--event-ttl=2s", 2), ("--event-ttl=90", 90),
+    ("--event-ttl=1.9s", 1), ("--event-ttl=0", 0),
+])
+def test_the_event_ttl_is_whole_seconds(served, flag, seconds):
+    assert mkpy("apiserver", flag).exit_code == 0
+    assert served[0].event_ttl == seconds
+
+
 def test_apiserver_defaults_are_the_server_options_defaults(served):
     assert mkpy("apiserver").exit_code == 0
     assert served == [ServerOptions(advertise_address="127.0.0.1")]
@@ -250,6 +259,9 @@ def test_apiserver_defaults_are_the_server_options_defaults(served):
     ("--etcd-servers=127.0.0.1:2379", "is not an http(s)://host:port URL"),
     ("--etcd-servers=http://a", "is not an http(s)://host:port URL"),
     ("--etcd-compaction-interval=5 minutes", "invalid duration"),
+    ("--event-ttl=abc", "invalid duration"),
+    ("--event-ttl=-1s", "invalid duration"),
+    ("--event-ttl=500ms", "must be 0 (keep Events until deleted) or at least 1s, not 0.5s"),
     ("--secure-port=70000", "70000 is not in the range"),
     ("--bind-address=localhost", "is not an IP address"),
     ("--service-cluster-ip-range=10.96.0.1/12", "is not a network in CIDR notation"),

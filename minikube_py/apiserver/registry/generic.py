@@ -14,7 +14,9 @@ registry does:
   object stays until the last finalizer is removed), propagation policy (`foregroundDeletion`/`orphan`
   finalizers for the garbage collector); from the watch cache's copy too, through the same loop.
 
-The resourceVersion of every object is the etcd revision that last wrote it.
+The resourceVersion of every object is the etcd revision that last wrote it. A store with a `ttl` (Events,
+`--event-ttl`) passes it on every write, so that etcd deletes an object `ttl` seconds (and a little more)
+after it was last written, as kube's registry does with its TTLFunc.
 """
 
 from __future__ import annotations
@@ -66,11 +68,12 @@ class CachedObjects(Protocol):
 
 class ResourceStore:
     def __init__(self, resource: Resource, storage: Storage, strategy: Strategy,
-                 namespace_check: NamespaceCheck | None = None) -> None:
+                 namespace_check: NamespaceCheck | None = None, *, ttl: int = 0) -> None:
         self.resource = resource
         self.storage = storage
         self.strategy = strategy
         self.namespace_check = namespace_check
+        self.ttl = ttl  # seconds an object lives after its last write; 0: until deleted
         self.cache: CachedObjects | None = None  # set by app.py once the watch caches exist
 
     # keys -----------------------------------------------------------------------------------------
@@ -160,7 +163,8 @@ class ResourceStore:
                 raise errors.already_exists(self.resource.group_resource, meta["name"])
             return obj
         try:
-            revision = await self.storage.create(self.key(namespace, meta["name"]), self.encode(obj))
+            revision = await self.storage.create(self.key(namespace, meta["name"]), self.encode(obj),
+                                                 ttl=self.ttl)
         except BaseException as exc:
             if undo is not None:
                 await undo()
@@ -347,8 +351,8 @@ class ResourceStore:
             return new
         await self.strategy.before_update(new, old, dry_run=False)
         try:
-            revision = await self.storage.update(key, self.encode(new),
-                                                 expected_revision=kv.mod_revision)
+            revision = await self.storage.update(key, self.encode(new), expected_revision=kv.mod_revision,
+                                                 ttl=self.ttl)
         except BaseException:
             await self.strategy.after_update(old, new)  # give back what before_update claimed
             raise
@@ -397,7 +401,8 @@ class ResourceStore:
         self.strategy.mark_deleting(obj)
         if options.dry_run:
             return obj, False, True
-        revision = await self.storage.update(key, self.encode(obj), expected_revision=kv.mod_revision)
+        revision = await self.storage.update(key, self.encode(obj), expected_revision=kv.mod_revision,
+                                             ttl=self.ttl)
         return codec.with_revision(obj, revision), False, True
 
     async def _delete_key(self, key: str, revision: int, obj: dict[str, Any]) -> dict[str, Any]:
