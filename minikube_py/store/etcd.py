@@ -12,8 +12,9 @@ How each operation maps onto etcd (the same mapping kube-apiserver uses):
   revision the compare is `create_revision(key) > 0`, so that the key must still exist.
 * create / update with a `ttl`: the put carries a lease from `leases.LeaseManager`, so etcd deletes the key
   when the lease ends (how Events expire).
-* watch: one gRPC `Watch` stream per watch, created with `prev_kv` and `progress_notify`; an empty response
-  is a progress notification, surfaced as a PROGRESS event (the apiserver's BOOKMARK).
+* watch: one gRPC `Watch` stream per watch, created with `prev_kv` and `progress_notify`, read by a thread
+  of its own over a second, synchronous channel (`WatchStream` says why); an empty response is a progress
+  notification, surfaced as a PROGRESS event (the apiserver's BOOKMARK).
 
 Usage rules:
 * `await EtcdStorage.connect(["http://10.0.0.1:2379", ...])`: several endpoints are members of one cluster;
@@ -30,8 +31,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import socket
+import threading
+import time
 from collections import deque
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
@@ -76,10 +79,13 @@ Response = TypeVar("Response")
 class EtcdStorage:
     """`Storage` on an etcd cluster. Create with `await EtcdStorage.connect(endpoints)`; `close()` when done."""
 
-    def __init__(self, channel: grpc.aio.Channel, *, endpoints: list[str], timeout: float) -> None:
+    def __init__(self, channel: grpc.aio.Channel, *, target: str, endpoints: list[str], timeout: float) -> None:
         self._channel = channel
         self._kv = rpc.KVStub(channel)
         self._watch = rpc.WatchStub(channel)
+        # watch streams are read by threads (see WatchStream), over a synchronous channel of their own
+        self._watch_channel = grpc.insecure_channel(target, options=CHANNEL_OPTIONS)
+        self._watch_threaded = rpc.WatchStub(self._watch_channel)
         self._leases = LeaseManager(rpc.LeaseStub(channel), timeout=timeout)
         self._endpoints = endpoints
         self._timeout = timeout
@@ -89,8 +95,9 @@ class EtcdStorage:
         """Open a channel to the cluster and check that it answers; UnavailableError if none does in time."""
         if not endpoints:
             raise ValueError("no etcd endpoints")
-        channel = grpc.aio.insecure_channel(await grpc_target(endpoints), options=CHANNEL_OPTIONS)
-        storage = cls(channel, endpoints=list(endpoints), timeout=timeout)
+        target = await grpc_target(endpoints)
+        channel = grpc.aio.insecure_channel(target, options=CHANNEL_OPTIONS)
+        storage = cls(channel, target=target, endpoints=list(endpoints), timeout=timeout)
         try:
             await storage.current_revision()
         except BaseException:
@@ -151,7 +158,8 @@ class EtcdStorage:
         """
         key = prefix.encode()
         range_end = prefix_end(key) if prefix.endswith("/") else b""
-        stream = WatchStream(self._watch, key, range_end, start_revision, self._endpoints, self._timeout)
+        stream = WatchStream(self._watch_threaded, self._watch_channel, key, range_end, start_revision,
+                             self._endpoints, self._timeout)
         try:
             await stream.open()
             yield stream
@@ -167,6 +175,7 @@ class EtcdStorage:
 
     async def close(self) -> None:
         await self._channel.close()
+        self._watch_channel.close()
 
     async def _lease(self, ttl: int) -> int:
         """The lease a write with `ttl` attaches its key to; 0 (none) when `ttl` is 0."""
@@ -234,72 +243,146 @@ class EtcdStorage:
 
 
 class WatchStream:
-    """One etcd watch on its own gRPC stream, iterated as WatchEvents.
+    """One etcd watch on its own gRPC stream, read by a thread of its own and iterated as WatchEvents.
+
+    Why a thread: through grpc.aio each response costs the event loop a turn, and a busy apiserver's loop
+    turns slowly; its one watch for every cache then fell up to ten seconds behind etcd while pods were
+    created at a few hundred a second (kube's etcd client reads in goroutines of its own). The thread reads
+    responses as fast as etcd sends them and queues their events; the iterator hands out every event already
+    queued without suspending, so one loop turn applies all that arrived since the last one.
 
     It remembers the next revision it has not delivered, so that a broken stream (a member died, etcd
-    restarted) is re-created from there on any reachable member without losing or repeating events.
+    restarted) is re-created from there on any reachable member without losing or repeating events. A
+    failure the thread cannot recover from is queued after the events, for the iterator to raise.
     """
 
-    def __init__(self, stub: rpc.WatchStub, key: bytes, range_end: bytes, start_revision: int,
-                 endpoints: list[str], timeout: float) -> None:
-        self._stub = stub
+    def __init__(self, stub: rpc.WatchStub, channel: grpc.Channel, key: bytes, range_end: bytes,
+                 start_revision: int, endpoints: list[str], timeout: float) -> None:
+        self._stub = stub  # on `channel`, a synchronous channel: the thread blocks on it, the loop never does
+        self._channel = channel
         self._key = key
         self._range_end = range_end
         self._next_revision = start_revision
         self._endpoints = endpoints
         self._timeout = timeout
-        self._pending: deque[WatchEvent] = deque()
-        self._call: grpc.aio.StreamStreamCall | None = None
+        self._loop = asyncio.get_running_loop()
+        self._lock = threading.Lock()  # guards the three fields below, shared with the thread
+        self._queued: deque[WatchEvent | StoreError] = deque()
+        self._waiting = False  # the iterator waits on `_arrived` and must be woken
+        self._call: grpc.Future | None = None  # the stream being read, which close() cancels
+        self._arrived = asyncio.Event()
+        self._created: asyncio.Future[None] = self._loop.create_future()
+        self._closed = threading.Event()
 
     async def open(self) -> None:
         """Create the watch on the server, retrying while etcd is unreachable, for up to `timeout`."""
+        threading.Thread(target=self._read, name=f"etcd watch {self._key!r}", daemon=True).start()
         try:
-            await retry_while_unreachable(self._create, self._timeout)
-        except (grpc.aio.AioRpcError, TimeoutError) as err:
-            raise grpc_error(err, self._endpoints) from err
+            await self._created
+        except BaseException:
+            self.close()
+            raise
 
     def close(self) -> None:
         """End the stream; etcd cancels the stream's watch when the stream ends."""
-        if self._call is not None:
-            self._call.cancel()
-            self._call = None
+        self._closed.set()
+        self._arrived.set()  # an iterator waiting in another task ends
+        with self._lock:
+            call = self._call
+        if call is not None:
+            call.cancel()
 
     def __aiter__(self) -> WatchStream:
         return self
 
     async def __anext__(self) -> WatchEvent:
-        while not self._pending:
-            self._pending.extend(self._events(await self._receive()))
-        return self._pending.popleft()
-
-    async def _create(self, remaining: float) -> None:
-        self.close()
-        self._call = call = self._stub.Watch(wait_for_ready=True)
-        async with asyncio.timeout(remaining):
-            await call.write(_watch_request(self._key, self._range_end, self._next_revision))
-            created = await call.read()
-        if created is grpc.aio.EOF:
-            raise StoreError(f"etcd ended the watch on {self._key!r} before creating it")
-        self._events(created)
-        if self._next_revision == 0:
-            self._next_revision = created.header.revision + 1
-
-    async def _receive(self) -> rpc.WatchResponse:
-        """The next response; a stream broken by an unreachable member is re-created first."""
         while True:
-            if self._call is None:
-                raise StopAsyncIteration  # the watch's `async with` block was left
-            try:
-                response = await self._call.read()
-            except grpc.aio.AioRpcError as err:
-                if err.code() not in _UNREACHABLE:
-                    raise grpc_error(err, self._endpoints) from err
-            else:
-                if response is not grpc.aio.EOF:
-                    return response
-            await self.open()
+            with self._lock:
+                if self._queued:
+                    item = self._queued.popleft()
+                    if isinstance(item, StoreError):
+                        raise item
+                    return item
+                if self._closed.is_set():
+                    raise StopAsyncIteration  # the watch's `async with` block was left
+                self._waiting = True
+                self._arrived.clear()
+            await self._arrived.wait()
 
-    def _events(self, response: rpc.WatchResponse) -> list[WatchEvent]:
+    # -- the reading thread ----------------------------------------------------------------------------
+
+    def _read(self) -> None:
+        """Read streams until closed: re-create a broken one while etcd is reachable again within `timeout`,
+        queue what cannot be recovered from."""
+        deadline = time.monotonic() + self._timeout
+        while not self._closed.is_set():
+            try:
+                if not self._stream(deadline):
+                    deadline = time.monotonic() + self._timeout  # it was created: a new break gets a new timeout
+                    continue
+                if time.monotonic() >= deadline:
+                    raise UnavailableError(f"etcd ended the watch on {self._key!r} before creating it")
+                time.sleep(RETRY_BACKOFF_FIRST)
+            except StoreError as error:
+                self._finish(error)
+                return
+            except grpc.RpcError as error:
+                if self._closed.is_set():
+                    return
+                code = error.code()  # type: ignore[attr-defined]
+                if code not in _UNREACHABLE or time.monotonic() >= deadline:
+                    self._finish(grpc_error(error, self._endpoints))  # type: ignore[arg-type]
+                    return
+                time.sleep(RETRY_BACKOFF_FIRST)
+
+    def _stream(self, deadline: float) -> bool:
+        """Create one stream and read it until it ends; True if it ended before etcd created the watch.
+        Waiting for a reachable member to create it stops at `deadline`."""
+        ended = threading.Event()
+        call = self._stub.Watch(_requests(_watch_request(self._key, self._range_end, self._next_revision), ended),
+                                wait_for_ready=True)
+        with self._lock:
+            self._call = call
+        if self._closed.is_set():
+            call.cancel()
+        give_up = threading.Timer(max(deadline - time.monotonic(), 0.0), call.cancel)
+        give_up.daemon = True
+        give_up.start()
+        created = False
+        try:
+            for response in call:
+                events = self._events(response)
+                if response.created and not created:
+                    created = True
+                    give_up.cancel()
+                    if self._next_revision == 0:
+                        self._next_revision = response.header.revision + 1
+                    self._loop.call_soon_threadsafe(_settle, self._created, None)
+                if events:
+                    self._queue(events)
+        except grpc.RpcError as error:
+            if created or self._closed.is_set() or error.code() != grpc.StatusCode.CANCELLED:  # type: ignore[attr-defined]
+                raise
+            raise UnavailableError(f"etcd at {', '.join(self._endpoints)} unavailable: timed out") from None
+        finally:
+            give_up.cancel()
+            ended.set()
+        return not created
+
+    def _queue(self, items: list[WatchEvent | StoreError]) -> None:
+        with self._lock:
+            self._queued.extend(items)
+            wake, self._waiting = self._waiting, False
+        if wake:
+            self._loop.call_soon_threadsafe(self._arrived.set)
+
+    def _finish(self, error: StoreError) -> None:
+        """Fail open() if it still waits, else queue the error for the iterator."""
+        if not self._created.done():
+            self._loop.call_soon_threadsafe(_settle, self._created, error)
+        self._queue([error])
+
+    def _events(self, response: rpc.WatchResponse) -> list[WatchEvent | StoreError]:
         if response.compact_revision:
             raise CompactedError(self._next_revision, response.compact_revision)
         if response.canceled:
@@ -308,17 +391,33 @@ class WatchStream:
             return []
         if not response.events:
             return self._progress(response.header.revision)
-        events = [_watch_event(event) for event in response.events]
-        self._next_revision = events[-1].revision + 1
+        events: list[WatchEvent | StoreError] = [_watch_event(event) for event in response.events]
+        self._next_revision = events[-1].revision + 1  # type: ignore[union-attr]
         return events
 
-    def _progress(self, revision: int) -> list[WatchEvent]:
+    def _progress(self, revision: int) -> list[WatchEvent | StoreError]:
         # After a re-created stream, a member that lags behind may report a revision older than events
         # already delivered; a bookmark must never go backwards.
         if revision < self._next_revision - 1:
             return []
         self._next_revision = revision + 1
         return [WatchEvent("PROGRESS", revision)]
+
+
+def _requests(create: rpc.WatchRequest, ended: threading.Event) -> Iterator[rpc.WatchRequest]:
+    """A watch stream's requests: the one that creates the watch, then none until the stream has ended
+    (gRPC half-closes a stream whose request iterator is exhausted)."""
+    yield create
+    ended.wait()
+
+
+def _settle(future: asyncio.Future[None], error: BaseException | None) -> None:
+    if future.done():
+        return
+    if error is None:
+        future.set_result(None)
+    else:
+        future.set_exception(error)
 
 
 async def grpc_target(endpoints: list[str]) -> str:
