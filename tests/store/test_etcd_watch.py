@@ -5,9 +5,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import threading
+import time
 import urllib.request
 
+import grpc
 import pytest
+from aetcd import rpc
 
 from minikube_py.store.errors import CompactedError
 from minikube_py.store.etcd import EtcdStorage
@@ -124,3 +128,41 @@ def server_watchers(server: EtcdServer) -> int:
                 return int(float(line.split()[1]))
     raise AssertionError("etcd reports no etcd_debugging_mvcc_watcher_total metric")
 
+
+
+async def test_events_that_arrive_while_the_loop_is_busy_are_all_handed_out_in_one_turn(
+        etcd_server: EtcdServer, storage: EtcdStorage, prefix: str) -> None:
+    """A busy apiserver's loop must not fall behind etcd: while the loop is blocked, the watch keeps reading
+    (a thread of its own), and afterwards every queued event comes out of the iterator without a loop turn
+    per event."""
+    writes = 200
+
+    def write_from_another_thread() -> None:
+        channel = grpc.insecure_channel(etcd_server.endpoint.removeprefix("http://"))
+        kv = rpc.KVStub(channel)
+        for i in range(writes):
+            kv.Put(rpc.PutRequest(key=f"{prefix}{i:03d}".encode(), value=b"x"))
+        channel.close()
+
+    async with storage.watch(prefix, start_revision=0) as events:
+        writer = threading.Thread(target=write_from_another_thread)
+        writer.start()
+        writer.join()  # the event loop is blocked all this time
+        time.sleep(0.5)  # still blocked: the last events reach the watch's thread meanwhile
+
+        turns = 0
+
+        async def count_turns() -> None:
+            nonlocal turns
+            while True:
+                await asyncio.sleep(0)
+                turns += 1
+
+        counter = asyncio.create_task(count_turns())
+        try:
+            seen = await asyncio.wait_for(changes(events, writes), WAIT)
+        finally:
+            counter.cancel()
+
+    assert [event.kv.key for event in seen if event.kv is not None] == [f"{prefix}{i:03d}" for i in range(writes)]
+    assert turns <= 2, f"the {writes} events took {turns} loop turns"
