@@ -97,12 +97,14 @@ class AuthenticationAPI:
         body, warnings = await self._body(request, "TokenRequest")
         namespace, name = info.namespace, info.name
         _check_target(body.get("metadata") or {}, namespace, name)
-        service_account = await self._get("serviceaccounts", namespace, name)
+        # what the reads below must see, at least: etcd's revision now (one read, shared with other requests)
+        revision = await self.server.handler.reads.latest.get()
+        service_account = await self._get("serviceaccounts", namespace, name, revision)
         spec = dict(body.get("spec") or {})
         spec["audiences"] = list(spec.get("audiences") or self.api_audiences)
         spec.setdefault("expirationSeconds", DEFAULT_EXPIRATION_SECONDS)
         _validate_token_request(spec)
-        bound = await self._bound_objects(spec.get("boundObjectRef"), namespace, name)
+        bound = await self._bound_objects(spec.get("boundObjectRef"), namespace, name, revision)
         await self._admit(request, info, {**body, "spec": spec})
         token, expires = self.issuer.issue(service_account, spec["audiences"], spec["expirationSeconds"],
                                            bound)
@@ -124,17 +126,18 @@ class AuthenticationAPI:
             await admission.mutate(token_request, None)
             await admission.validate(token_request, None)
 
-    async def _get(self, resource: str, namespace: str, name: str) -> dict[str, Any]:
-        """The object as a consistent read sees it (404 when missing), once the watch cache has it too: the
-        authenticator reads the cache, so a token must not be answered before the objects it names are
-        visible there."""
+    async def _get(self, resource: str, namespace: str, name: str, revision: int) -> dict[str, Any]:
+        """The object as a read at `revision` or later sees it (404 when missing), once the watch cache has it
+        too: the authenticator reads the cache, so a token must not be answered before the objects it names
+        are visible there."""
         key = ("", "v1", resource)
         store, cacher = self.server.stores[key], self.server.cachers[key]
-        kv = await self.server.handler.read(store, cacher, namespace, name)
+        kv = await self.server.handler.read(store, cacher, namespace, name, str(revision))
         await cacher.wait_fresh(kv.mod_revision)
         return store.decode(kv)
 
-    async def _bound_objects(self, ref: Any, namespace: str, service_account: str) -> list[BoundObject]:
+    async def _bound_objects(self, ref: Any, namespace: str, service_account: str,
+                             revision: int) -> list[BoundObject]:
         """The objects the token is bound to: the referenced one, and for a pod also its node (if any)."""
         if not ref:
             return []
@@ -147,7 +150,7 @@ class AuthenticationAPI:
         if not name:
             raise errors.invalid_object("TokenRequest", GROUP, service_account, [
                 errors.required("spec.boundObjectRef.name")])
-        obj = await self._get(BINDABLE_KINDS[kind], "" if kind == "Node" else namespace, name)
+        obj = await self._get(BINDABLE_KINDS[kind], "" if kind == "Node" else namespace, name, revision)
         if kind == "Pod" and (obj.get("spec") or {}).get("serviceAccountName") != service_account:
             raise errors.bad_request(f'cannot bind token for serviceaccount "{service_account}" to pod '
                                      "running with different serviceaccount name.")

@@ -55,11 +55,12 @@ def _api_server(config: KubeletConfig, kubelet: Kubelet, client: RESTClient) -> 
                                          client_ca_file=config.client_ca_file))
 
 
-# A kubelet talks to the apiserver over one HTTP/2 connection in kube; ours sends one request at a time over
-# one HTTP/1.1 connection. More let a hundred simulated kubelets crowd the controllers' and the scheduler's
-# requests out of the apiserver, which serves connections first come, first served (kube-apiserver's
-# priority and fairness would share it out instead).
-API_REQUESTS_IN_FLIGHT = 1
+# A kubelet talks to the apiserver over one HTTP/2 connection in kube, its pod workers, status manager and
+# event sink each sending when they need to; ours has up to this many HTTP/1.1 requests (and connections) on
+# the wire at once, its events only when nothing else waits (client/rest.py). One at a time made every token
+# and status of a node's pods queue behind each other, at hundreds of milliseconds each on an apiserver busy
+# with a hundred simulated nodes; many more cost the apiserver a TLS handshake per connection, and memory.
+API_REQUESTS_IN_FLIGHT = 4
 
 
 async def run(config: KubeletConfig, runtime: RuntimeClient | None = None) -> None:

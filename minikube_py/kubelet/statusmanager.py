@@ -1,9 +1,9 @@
 """The status manager: the one writer of this node's pod statuses to the API (kube's `kubelet/status`).
 
 A pod worker computes its pod's status before and after each step of a sync and hands it over with
-`set_pod_status`; it does not wait for the apiserver. The writer task sends each pod's newest status as a
-strategic-merge patch of `pods/<name>/status`. A status equal to the one before is dropped, and one replaced
-before the writer got to it is never sent: when the apiserver is slower than the pods, a pod may go from
+`set_pod_status`; it does not wait for the apiserver. The writer tasks send each pod's newest status as a
+strategic-merge patch of `pods/<name>/status`, a few pods at once, each pod's statuses one at a time. A status equal to the one before is dropped, and one replaced
+before a writer got to it is never sent: when the apiserver is slower than the pods, a pod may go from
 Pending to Running in one write, as with kube's status manager. A status is *pending* from the moment it is
 set until a write of it (or of a newer one) succeeds; the pod as its pending status leaves it
 (`pod_with_status`) is what the next status is computed from, and once nothing is pending the API's copy
@@ -15,7 +15,7 @@ ready) is seen and corrected.
     status.pod_with_status(pod)                    # pod, with the status still to be written if any
     await status.flush(uid, timeout)               # the newest status is written (before deleting a pod)
     status.forget(uid)                             # the pod is gone
-    await status.run()                             # the writer, until cancelled
+    await status.run()                             # the writers, until cancelled
 
 Usage rules: writes that fail for another reason than the pod being gone are tried again after
 `RETRY_AFTER_ERROR` seconds; `flush` returns once nothing is pending for the pod (written, or the pod
@@ -37,6 +37,11 @@ from minikube_py.kubelet import podstatus
 log = logging.getLogger("mkpy.kubelet.status")
 
 RETRY_AFTER_ERROR = 1.0
+# Pods whose statuses are written at once (one pod's are always written one at a time, in order). kube's
+# status manager writes one at a time, to an apiserver that answers in milliseconds; ours answers a hundred
+# simulated kubelets in hundreds of milliseconds, and one write at a time left a node's pods Running in the
+# runtime for seconds before the API said so.
+STATUS_WRITERS = 4
 
 
 class StatusManager:
@@ -44,7 +49,8 @@ class StatusManager:
         self._client = client
         self._on_written = on_written
         self._pending: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {}  # uid -> (pod, status to write)
-        self._dirty: dict[str, None] = {}  # uids whose pending status the writer has not taken yet, oldest first
+        self._dirty: dict[str, None] = {}  # uids whose pending status no writer has taken yet, oldest first
+        self._writing: set[str] = set()  # uids a writer is writing now
         self._wake = asyncio.Event()
         self._settled = asyncio.Condition()
 
@@ -75,17 +81,24 @@ class StatusManager:
         asyncio.get_running_loop().create_task(self._notify())
 
     async def run(self) -> None:
-        """The writer, one as in kube (the kubelet sends one request at a time), oldest pending pod first."""
+        """The writers, STATUS_WRITERS of them, each taking the oldest pending pod no other one is writing."""
+        await asyncio.gather(*(self._writer() for _ in range(STATUS_WRITERS)))
+
+    async def _writer(self) -> None:
         while True:
-            if not self._dirty:
+            uid = next((uid for uid in self._dirty if uid not in self._writing), None)
+            if uid is None:
                 self._wake.clear()
                 await self._wake.wait()
                 continue
-            uid = next(iter(self._dirty))
             del self._dirty[uid]
+            self._writing.add(uid)
             try:
                 await self._write(uid, *self._pending[uid])
             finally:
+                self._writing.discard(uid)
+                if self._dirty:
+                    self._wake.set()  # a newer status of this pod waited for this write to end
                 await self._notify()
 
     async def _write(self, uid: str, pod: dict[str, Any], status: dict[str, Any]) -> None:

@@ -107,3 +107,36 @@ async def test_flush_gives_up_after_its_timeout_when_nothing_can_be_written(mana
     assert not await status.flush("u1", 0.05)
     status.forget("u1")
     assert await status.flush("u1", 1)
+
+
+async def test_several_pods_are_written_at_once_but_each_pod_one_write_at_a_time(manager: Any) -> None:
+    status, client, _ = manager
+    in_flight: list[str] = []
+    most_at_once = 0
+    overlapping_same_pod = False
+    original = client.patch
+
+    async def patch(resource: Any, name: str, body: dict[str, Any], *args: Any, **kwargs: Any) -> dict[str, Any]:
+        nonlocal most_at_once, overlapping_same_pod
+        overlapping_same_pod |= name in in_flight
+        in_flight.append(name)
+        most_at_once = max(most_at_once, len(in_flight))
+        try:
+            return await original(resource, name, body, *args, **kwargs)
+        finally:
+            in_flight.remove(name)
+
+    client.patch = patch
+    client.gate.clear()
+    for uid in ("a", "b", "c", "d", "e", "f"):
+        status.set_pod_status(pod(uid=uid), {"phase": "Running"})
+    await asyncio.sleep(0.05)
+    status.set_pod_status(pod(uid="a"), {"phase": "Succeeded"})  # "a" is being written: this one waits for it
+    await asyncio.sleep(0.05)
+    assert most_at_once == statusmanager.STATUS_WRITERS
+    client.gate.set()
+    for uid in ("a", "b", "c", "d", "e", "f"):
+        assert await status.flush(uid, 1)
+    assert not overlapping_same_pod
+    assert [phase for name, phase in client.written if name == "pod-a"] == ["Running", "Succeeded"]
+    assert sorted(name for name, _ in client.written) == sorted([f"pod-{uid}" for uid in "abcdef"] + ["pod-a"])
