@@ -73,6 +73,11 @@ async def started(factory: SharedInformerFactory) -> None:
 async def test_handlers_see_the_initial_list_then_every_change_in_order(
         client: RESTClient, factory: SharedInformerFactory, namespace: str) -> None:
     await client.create(CONFIGMAPS, configmap("a", LABELS, v="1"), namespace)
+    # The first list asks for resourceVersion "0", whatever the watch cache holds, which may not have "a" yet
+    # (as in kube): wait until it has.
+    async with asyncio.timeout(10):
+        while not (await client.list(CONFIGMAPS, namespace, resource_version="0"))["items"]:
+            await asyncio.sleep(0.01)
     informer = informer_in(factory, namespace)
     recorder = Recorder()
     informer.add_event_handler(recorder)
