@@ -312,32 +312,33 @@ class WatchStream:
     # -- the reading thread ----------------------------------------------------------------------------
 
     def _read(self) -> None:
-        """Read streams until closed: re-create a broken one while etcd is reachable again within `timeout`,
-        queue what cannot be recovered from."""
+        """Read streams until closed: re-create a broken one while etcd becomes reachable again within
+        `timeout` (counted from the break), queue what cannot be recovered from."""
         deadline = time.monotonic() + self._timeout
         while not self._closed.is_set():
             try:
-                if not self._stream(deadline):
-                    deadline = time.monotonic() + self._timeout  # it was created: a new break gets a new timeout
-                    continue
-                if time.monotonic() >= deadline:
-                    raise UnavailableError(f"etcd ended the watch on {self._key!r} before creating it")
-                time.sleep(RETRY_BACKOFF_FIRST)
+                created = self._stream(deadline)
             except StoreError as error:
                 self._finish(error)
                 return
             except grpc.RpcError as error:
                 if self._closed.is_set():
                     return
-                code = error.code()  # type: ignore[attr-defined]
-                if code not in _UNREACHABLE or time.monotonic() >= deadline:
+                if error.code() not in _UNREACHABLE or time.monotonic() >= deadline:  # type: ignore[attr-defined]
                     self._finish(grpc_error(error, self._endpoints))  # type: ignore[arg-type]
                     return
+                created = False
+            if created:  # it broke after etcd had created it: a new timeout from now
+                deadline = time.monotonic() + self._timeout
+            elif time.monotonic() >= deadline:
+                self._finish(UnavailableError(f"etcd ended the watch on {self._key!r} before creating it"))
+                return
+            else:
                 time.sleep(RETRY_BACKOFF_FIRST)
 
     def _stream(self, deadline: float) -> bool:
-        """Create one stream and read it until it ends; True if it ended before etcd created the watch.
-        Waiting for a reachable member to create it stops at `deadline`."""
+        """Create one stream and read it until it ends or breaks; whether etcd had created the watch. Waiting
+        for a reachable member to create it stops at `deadline`."""
         ended = threading.Event()
         call = self._stub.Watch(_requests(_watch_request(self._key, self._range_end, self._next_revision), ended),
                                 wait_for_ready=True)
@@ -361,13 +362,15 @@ class WatchStream:
                 if events:
                     self._queue(events)
         except grpc.RpcError as error:
-            if created or self._closed.is_set() or error.code() != grpc.StatusCode.CANCELLED:  # type: ignore[attr-defined]
+            code = error.code()  # type: ignore[attr-defined]
+            if not created and not self._closed.is_set() and code == grpc.StatusCode.CANCELLED:
+                raise UnavailableError(f"etcd at {', '.join(self._endpoints)} unavailable: timed out") from None
+            if not created or code not in _UNREACHABLE:
                 raise
-            raise UnavailableError(f"etcd at {', '.join(self._endpoints)} unavailable: timed out") from None
         finally:
             give_up.cancel()
             ended.set()
-        return not created
+        return created
 
     def _queue(self, items: list[WatchEvent | StoreError]) -> None:
         with self._lock:
