@@ -2,13 +2,13 @@
 
 A pod worker computes its pod's status before and after each step of a sync and hands it over with
 `set_pod_status`; it does not wait for the apiserver. The writer tasks send each pod's newest status as a
-strategic-merge patch of `pods/<name>/status`, a few pods at once, each pod's statuses one at a time. A status equal to the one before is dropped, and one replaced
-before a writer got to it is never sent: when the apiserver is slower than the pods, a pod may go from
-Pending to Running in one write, as with kube's status manager. A status is *pending* from the moment it is
-set until a write of it (or of a newer one) succeeds; the pod as its pending status leaves it
-(`pod_with_status`) is what the next status is computed from, and once nothing is pending the API's copy
-is again the reference, so what another component wrote (the node lifecycle controller marking pods not
-ready) is seen and corrected.
+strategic-merge patch of `pods/<name>/status`, a few pods at once, each pod's statuses one at a time. A
+status equal to the one before is dropped, and one replaced before a writer got to it is never sent: when
+the apiserver is slower than the pods, a pod may go from Pending to Running in one write, as with kube's
+status manager. A status is *pending* from the moment it is set until a write of it (or of a newer one)
+succeeds; the pod as its pending status leaves it (`pod_with_status`) is what the next status is computed
+from, and once nothing is pending the API's copy is again the reference, so what another component wrote
+(the node lifecycle controller marking pods not ready) is seen and corrected.
 
     status = StatusManager(client, on_written)     # on_written(pod): the API's answer to a write
     status.set_pod_status(pod, computed)
