@@ -70,14 +70,21 @@ async def started(factory: SharedInformerFactory) -> None:
     assert await factory.wait_for_cache_sync(timeout=10), "informers did not sync"
 
 
+async def cached(client: RESTClient, namespace: str, count: int) -> None:
+    """Wait until the watch cache holds `count` ConfigMaps in the namespace.
+
+    An informer's first list asks for resourceVersion "0", whatever the cache holds, and the cache may trail a
+    write that has just returned (as in kube): a test about that list waits for the cache first.
+    """
+    async with asyncio.timeout(10):
+        while len((await client.list(CONFIGMAPS, namespace, resource_version="0"))["items"]) < count:
+            await asyncio.sleep(0.01)
+
+
 async def test_handlers_see_the_initial_list_then_every_change_in_order(
         client: RESTClient, factory: SharedInformerFactory, namespace: str) -> None:
     await client.create(CONFIGMAPS, configmap("a", LABELS, v="1"), namespace)
-    # The first list asks for resourceVersion "0", whatever the watch cache holds, which may not have "a" yet
-    # (as in kube): wait until it has.
-    async with asyncio.timeout(10):
-        while not (await client.list(CONFIGMAPS, namespace, resource_version="0"))["items"]:
-            await asyncio.sleep(0.01)
+    await cached(client, namespace, 1)
     informer = informer_in(factory, namespace)
     recorder = Recorder()
     informer.add_event_handler(recorder)
@@ -118,6 +125,7 @@ async def test_custom_indexes_and_the_lister_follow_changes(client: RESTClient, 
 async def test_resync_redelivers_cached_objects_only_to_handlers_that_asked(
         client: RESTClient, factory: SharedInformerFactory, namespace: str) -> None:
     await client.create(CONFIGMAPS, configmap("a", LABELS, v="1"), namespace)
+    await cached(client, namespace, 1)
     informer = informer_in(factory, namespace)
     resyncing, quiet = Recorder(), Recorder()
     informer.add_event_handler(resyncing, resync_period=1.0)
