@@ -3,6 +3,7 @@ mountable secrets."""
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
@@ -25,7 +26,7 @@ def pod(**spec: Any) -> dict[str, Any]:
 
 
 def plugin(*accounts: tuple[str, str, dict[str, Any]]) -> ServiceAccount:
-    return ServiceAccount(FakeState(*accounts), default_wait=0)
+    return ServiceAccount(FakeState(*accounts), default_wait=0, missing_wait=0)
 
 
 async def admitted(sa: ServiceAccount, obj: dict[str, Any]) -> dict[str, Any]:
@@ -79,6 +80,15 @@ async def test_a_missing_account_is_forbidden_in_kubes_words() -> None:
     assert err.value.code == 403
     assert err.value.message == ('pods "web" is forbidden: error looking up service account ns/robot: '
                                  'serviceaccount "robot" not found')
+
+
+async def test_an_account_the_cache_does_not_hold_yet_is_waited_for() -> None:
+    # the account was created just before the pod, and the watch cache has not caught up with it yet
+    state = FakeState()
+    sa = ServiceAccount(state, default_wait=0, missing_wait=5.0)
+    asyncio.get_running_loop().call_later(0.1, state.add, *account("robot"))
+    obj = await admitted(sa, pod(serviceAccountName="robot"))
+    assert obj["spec"]["serviceAccountName"] == "robot"
 
 
 async def test_image_pull_secrets_come_from_the_account() -> None:

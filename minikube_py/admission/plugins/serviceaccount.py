@@ -4,9 +4,10 @@ On a pod create (mutating phase), as kube's plugin does:
 
 1. a pod without `serviceAccountName` gets `default`;
 2. the service account must exist: else 403 `error looking up service account ns/sa: serviceaccount "sa"
-   not found`. The `default` account is created by the controller manager right after its namespace
-   (kcm/controllers/serviceaccount.py), so a missing one is waited for a few seconds, as kube retries its
-   lookup;
+   not found`. It is read from the watch cache, which may trail a write that has just been answered, so an
+   account the cache does not hold is waited for a moment, as kube looks it up directly before refusing;
+   the `default` account, created by the controller manager right after its namespace
+   (kcm/controllers/serviceaccount.py), is waited for a few seconds, as kube retries that lookup;
 3. unless the pod (first) or the account says `automountServiceAccountToken: false`, a projected volume
    `kube-api-access-<5 chars>` (a bound token the kubelet refreshes, the cluster CA from the
    `kube-root-ca.crt` ConfigMap, and the namespace) is added and mounted read-only at
@@ -35,6 +36,7 @@ VOLUME_PREFIX = "kube-api-access-"
 ENFORCE_MOUNTABLE_SECRETS = "kubernetes.io/enforce-mountable-secrets"
 TOKEN_EXPIRATION_SECONDS = 3607  # kube's "warn-only" bound token lifetime: 1h plus a few seconds
 DEFAULT_ACCOUNT_WAIT = 5.0  # seconds the `default` account is waited for before the pod is refused
+MISSING_ACCOUNT_WAIT = 1.0  # seconds any other account is waited for in the cache before the pod is refused
 
 
 def token_volume(name: str) -> dict[str, Any]:
@@ -50,9 +52,10 @@ def token_volume(name: str) -> dict[str, Any]:
 class ServiceAccount:
     name = "ServiceAccount"
 
-    def __init__(self, state: ClusterState, default_wait: float = DEFAULT_ACCOUNT_WAIT) -> None:
+    def __init__(self, state: ClusterState, default_wait: float = DEFAULT_ACCOUNT_WAIT,
+                 missing_wait: float = MISSING_ACCOUNT_WAIT) -> None:
         self.state = state
-        self.default_wait = default_wait
+        self.default_wait, self.missing_wait = default_wait, missing_wait
 
     def handles(self, operation: str) -> bool:
         return operation == CREATE
@@ -94,7 +97,7 @@ class ServiceAccount:
             _limit_secret_references(attributes, account, spec)
 
     async def _account(self, attributes: Attributes, name: str) -> dict[str, Any]:
-        wait = self.default_wait if name == DEFAULT_SERVICE_ACCOUNT else 0
+        wait = self.default_wait if name == DEFAULT_SERVICE_ACCOUNT else self.missing_wait
         account = await wait_for(self.state, "", "serviceaccounts", attributes.namespace, name, wait)
         if account is None:
             raise forbidden(attributes, f"error looking up service account {attributes.namespace}/{name}: "
