@@ -32,24 +32,28 @@ class AtomicWriteError(ValueError):
 def write(directory: Path, files: dict[str, tuple[bytes, int]]) -> bool:
     for relative in files:
         _check_path(relative)
-    directory.mkdir(parents=True, exist_ok=True)
-    if _current(directory) == files:
+    fresh = _make_directory(directory)
+    if not fresh and _current(directory) == files:
         return False
     stamp = time.strftime("..%Y_%m_%d_%H_%M_%S.", time.gmtime()) + f"{time.time_ns() % 10**9:09d}"
-    payload = directory / stamp
-    payload.mkdir()
+    payload = os.path.join(directory, stamp)
+    os.mkdir(payload)
     for relative, (content, mode) in files.items():
-        target = payload / relative
+        target = os.path.join(payload, relative)
         if "/" in relative:
-            target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(content)
-        os.chmod(target, mode)
+            os.makedirs(os.path.dirname(target), exist_ok=True)
+        _write_file(target, content, mode)
+    top_level = {relative.split("/", 1)[0] for relative in files}
+    if fresh:  # a directory made just now has no ..data, no symlinks and no older payload to replace
+        os.symlink(stamp, os.path.join(directory, DATA_LINK))
+        for name in top_level:
+            os.symlink(f"{DATA_LINK}/{name}", os.path.join(directory, name))
+        return True
     old_payload = _payload_dir(directory)
     temporary = directory / f"{DATA_LINK}_tmp"
     temporary.unlink(missing_ok=True)
     temporary.symlink_to(stamp)
     os.replace(temporary, directory / DATA_LINK)
-    top_level = {relative.split("/", 1)[0] for relative in files}
     for name in top_level:
         link = directory / name
         if not link.is_symlink():
@@ -60,6 +64,26 @@ def write(directory: Path, files: dict[str, tuple[bytes, int]]) -> bool:
     if old_payload is not None:
         shutil.rmtree(old_payload, ignore_errors=True)
     return True
+
+
+def _make_directory(directory: Path) -> bool:
+    """Create `directory` and its parents; whether it was created now (False: it was there already)."""
+    try:
+        os.makedirs(directory)
+    except FileExistsError:
+        return False
+    return True
+
+
+def _write_file(path: str, content: bytes, mode: int) -> None:
+    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
+    try:
+        os.fchmod(descriptor, mode)  # the mode as asked, whatever the umask
+        view = memoryview(content)
+        while view:
+            view = view[os.write(descriptor, view):]
+    finally:
+        os.close(descriptor)
 
 
 def _check_path(relative: str) -> None:
