@@ -14,6 +14,10 @@ by client certificate must work for WebSocket requests (kubectl exec) as for pla
 scope also gets `scope["method"] = "GET"` (a handshake is a GET on the wire), so filters that derive the
 verb from the method (authorization, audit) treat it like any GET.
 
+The HTTP protocol class also sends the head of a response whose length is known together with its body:
+uvicorn writes them separately, which over TLS costs two records and two socket writes per answer where
+one does (`_JoinedHeadTransport`). A streamed response (chunked: watches, logs) still gets its head at once.
+
 Use: `uvicorn.Config(app, http=StreamingHttpProtocol, ws=StreamingWebSocketProtocol, ...)`.
 """
 
@@ -22,7 +26,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol, RequestResponseCycle
 from uvicorn.protocols.websockets.websockets_impl import WebSocketProtocol
 
 TAKEOVER = "mkpy.takeover"
@@ -47,6 +51,10 @@ class StreamingHttpProtocol(HttpToolsProtocol):
             self.scope["extensions"][TAKEOVER] = {"take_over": self._take_over}  # type: ignore[typeddict-item]
         super().on_headers_complete()
 
+    def _start_asgi_task(self, cycle: RequestResponseCycle, app: Any) -> None:
+        cycle.transport = _JoinedHeadTransport(cycle.transport, hold=cycle.scope["method"] != "HEAD")
+        super()._start_asgi_task(cycle, app)
+
     def _unsupported_upgrade_warning(self) -> None:
         if self._get_upgrade() not in TAKEOVER_UPGRADES:
             super()._unsupported_upgrade_warning()
@@ -65,6 +73,36 @@ class StreamingHttpProtocol(HttpToolsProtocol):
         protocol.connection_made(self.transport)
         self.flow.resume_reading()
         return reader, asyncio.StreamWriter(self.transport, protocol, reader, loop)
+
+
+class _JoinedHeadTransport:
+    """One response's view of the connection's transport: a first write that is a head announcing a
+    Content-Length (the body follows at once) waits for the next write and goes out with it; everything
+    else passes straight through. A HEAD request's head is never held: no body write follows it."""
+
+    def __init__(self, transport: asyncio.Transport, *, hold: bool) -> None:
+        self._transport = transport
+        self._hold = hold
+        self._head = b""
+
+    def write(self, data: bytes) -> None:
+        if self._hold:
+            self._hold = False
+            if b"\r\ncontent-length: " in data:
+                self._head = data
+                return
+        if self._head:
+            data, self._head = self._head + data, b""
+        self._transport.write(data)
+
+    def close(self) -> None:
+        if self._head:  # a head still held is owed before the connection ends
+            self._transport.write(self._head)
+            self._head = b""
+        self._transport.close()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._transport, name)
 
 
 class StreamingWebSocketProtocol(WebSocketProtocol):
