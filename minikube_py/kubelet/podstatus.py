@@ -71,8 +71,19 @@ def pod_status(pod: dict[str, Any], inputs: PodStatusInputs, now: str | None = N
 
 
 def status_changed(old: dict[str, Any], new: dict[str, Any]) -> bool:
-    """Whether `new` differs from the status the API has (the kubelet only patches real changes)."""
-    return any(old.get(key) != value for key, value in new.items())
+    """Whether `new` differs from the status the API has (the kubelet only patches real changes). A field
+    that is null on one side and absent on the other is the same field, as in kube's typed comparison: the
+    conditions' `lastProbeTime: null` the kubelet sends is not kept by the API, and must not make every
+    later sync of the pod patch its status again for nothing."""
+    return any(_without_nulls(old.get(key)) != _without_nulls(value) for key, value in new.items())
+
+
+def _without_nulls(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {key: _without_nulls(item) for key, item in value.items() if item is not None}
+    if isinstance(value, list):
+        return [_without_nulls(item) for item in value]
+    return value
 
 
 def _container_status(container: dict[str, Any], latest: ContainerState | None, previous: ContainerState | None,

@@ -140,3 +140,18 @@ async def test_several_pods_are_written_at_once_but_each_pod_one_write_at_a_time
     assert not overlapping_same_pod
     assert [phase for name, phase in client.written if name == "pod-a"] == ["Running", "Succeeded"]
     assert sorted(name for name, _ in client.written) == sorted([f"pod-{uid}" for uid in "abcdef"] + ["pod-a"])
+
+
+async def test_a_null_the_api_did_not_keep_is_not_a_change(manager: Any) -> None:
+    """The conditions carry `lastProbeTime: null`, which the API does not store: the status it handed back
+    must still count as the one the kubelet computed, or every later sync would patch it again."""
+    status, client, _ = manager
+    condition = {"type": "Ready", "status": "True", "lastTransitionTime": "2026-01-01T00:00:00Z"}
+    stored = {**pod("Running"), "status": {"phase": "Running", "conditions": [condition]}}
+    status.set_pod_status(stored, {"phase": "Running", "conditions": [{**condition, "lastProbeTime": None}]})
+    assert await status.flush("u1", 1)
+    assert client.written == []
+    status.set_pod_status(stored, {"phase": "Running", "conditions": [{**condition, "status": "False",
+                                                                       "lastProbeTime": None}]})
+    assert await status.flush("u1", 1)
+    assert client.written == [("pod-u1", "Running")]
