@@ -5,7 +5,7 @@ times and is decoded ten times. kube-apiserver's "cacher" instead keeps, per res
 
 * the current objects (`objects`), filled by one list and kept current by the changes etcd sends;
 * a window of recent changes (`history`), so a watch from a recent resourceVersion is replayed from memory
-  (and the Node authorizer's graph, nodegraph.py, re-reads only the objects that changed: `changed_since`);
+  (and the Node authorizer's graph, nodegraph.py, re-reads only the objects that changed: `changes_since`);
 * the revision it has caught up to (`revision`, which etcd's progress notifications also advance) for
   watches and bookmarks, and the revision of the last change it applied (`applied_revision`);
 * the set of client watchers, each with a queue the change is put into once.
@@ -315,18 +315,18 @@ class Cacher:
             self._encoded[kv.key] = (kv.mod_revision, id(store), body)
         return body
 
-    def changed_since(self, revision: int) -> list[str] | None:
-        """The keys of the changes applied after `revision`, oldest first (a key once per change); None when
-        the window no longer holds all of them."""
+    def changes_since(self, revision: int) -> list[CachedEvent] | None:
+        """The changes applied after `revision`, oldest first; None when the window no longer holds all of
+        them."""
         if revision < self.history_from:
             return None
-        keys = []
+        changes = []
         for event in reversed(self.history):
             if event.revision <= revision:
                 break
-            keys.append(event.key)
-        keys.reverse()
-        return keys
+            changes.append(event)
+        changes.reverse()
+        return changes
 
     async def wait_fresh(self, revision: int) -> bool:
         """Wait until the cache holds every change up to `revision`; False if it is not ready, or after

@@ -16,12 +16,15 @@ Usage rules: `has_path` is called by the authorizer on each request of a node. I
 indexes up to date when a watch cache has applied changes since the last look, re-reading only the
 objects the cache's window of recent changes names (every object after a relist), so a newly bound pod's
 secrets are readable as soon as the cache has the pod, and a status update costs one decode however many
-pods there are. It never blocks and never touches etcd.
+pods there are; none when the cache has decoded that change already (the pods' cache does, to find the
+kubelets watching it), since the graph takes the change's shared decoded object. It never blocks and
+never touches etcd.
 """
 
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -40,17 +43,28 @@ _PV_SECRET_REFS = (
 )
 
 
+class Decoder(Protocol):
+    def decode(self, kv: KeyValue) -> dict[str, Any]: ...
+
+
+class Change(Protocol):
+    """One change in a watch cache's window (`cacher.CachedEvent`)."""
+
+    kv: KeyValue | None
+
+    @property
+    def key(self) -> str: ...
+
+    def object(self, store: Decoder, which: str) -> dict[str, Any] | None: ...
+
+
 class ObjectCache(Protocol):
     """What the graph reads of one resource's watch cache (`cacher.Cacher`)."""
 
     objects: dict[str, KeyValue]
     applied_revision: int
 
-    def changed_since(self, revision: int) -> list[str] | None: ...
-
-
-class Decoder(Protocol):
-    def decode(self, kv: KeyValue) -> dict[str, Any]: ...
+    def changes_since(self, revision: int) -> Sequence[Change] | None: ...
 
 
 @dataclass
@@ -71,18 +85,28 @@ class _Source:
         state = (id(objects), self.cache.applied_revision)
         if state == self.seen_state:
             return [], []
-        keys = self.cache.changed_since(self.seen_state[1]) if state[0] == self.seen_state[0] else None
+        window = self.cache.changes_since(self.seen_state[1]) if state[0] == self.seen_state[0] else None
         self.seen_state = state
+        latest = {} if window is None else {change.key: change for change in window}  # each key's last change
         gone, changed = [], []
-        for key in dict.fromkeys([*self.seen, *objects] if keys is None else keys):
+        for key in dict.fromkeys([*self.seen, *objects]) if window is None else latest:
             kv = objects.get(key)
             if kv is None:
                 if self.seen.pop(key, None) is not None:
                     gone.append(key)
             elif self.seen.get(key) != kv.mod_revision:
                 self.seen[key] = kv.mod_revision
-                changed.append((key, self.store.decode(kv)))
+                changed.append((key, self._decoded(kv, latest.get(key))))
         return gone, changed
+
+    def _decoded(self, kv: KeyValue, change: Change | None) -> dict[str, Any]:
+        """The object stored in `kv`: the one its change in the window decoded (shared, only read here), or
+        decoded now."""
+        if change is not None and change.kv is kv:
+            decoded = change.object(self.store, "current")
+            if decoded is not None:
+                return decoded
+        return self.store.decode(kv)
 
 
 def pv_secrets(pv: dict[str, Any]) -> set[tuple[str, str]]:

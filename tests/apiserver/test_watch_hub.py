@@ -91,27 +91,31 @@ async def test_an_object_is_encoded_once_per_change_and_a_value_from_etcd_is_not
     assert key not in configmaps._encoded  # a deleted key leaves nothing behind
 
 
-async def test_a_cache_names_the_keys_changed_since_a_revision_while_its_window_holds_them(
+async def test_a_cache_hands_out_the_changes_since_a_revision_while_its_window_holds_them(
         storage: EtcdStorage, caches: dict[str, Cacher]) -> None:
     pods = caches["pods/"]
     window = Cacher(pods.hub, pods.prefix.replace("pods/", "secrets/"), history_size=3)
     window.start()
     await wait_until(lambda: window.ready, "the secrets' cache ready")
+    def changed_since(revision: int) -> list[str] | None:
+        changes = window.changes_since(revision)
+        return None if changes is None else [change.key for change in changes]
+
     try:
         since = window.applied_revision
-        assert window.changed_since(since) == []
+        assert changed_since(since) == []
         first = await storage.create(window.prefix + "ns/a", b"{}")
         await storage.create(window.prefix + "ns/b", b"{}")
         await storage.create(pods.prefix + "ns/c", b"{}")  # another resource's change
         await storage.update(window.prefix + "ns/a", b"{}", expected_revision=None)
         assert await window.wait_fresh(await storage.current_revision())
-        assert window.changed_since(since) == [window.prefix + "ns/a", window.prefix + "ns/b", window.prefix + "ns/a"]
-        assert window.changed_since(first) == [window.prefix + "ns/b", window.prefix + "ns/a"]
+        assert changed_since(since) == [window.prefix + "ns/a", window.prefix + "ns/b", window.prefix + "ns/a"]
+        assert changed_since(first) == [window.prefix + "ns/b", window.prefix + "ns/a"]
         # the oldest change leaves the window: it can no longer say what changed since before it
         await storage.delete(window.prefix + "ns/b")
         assert await window.wait_fresh(await storage.current_revision())
-        assert window.changed_since(since) is None
-        assert window.changed_since(first) == [window.prefix + "ns/b", window.prefix + "ns/a", window.prefix + "ns/b"]
-        assert window.changed_since(window.applied_revision) == []
+        assert changed_since(since) is None
+        assert changed_since(first) == [window.prefix + "ns/b", window.prefix + "ns/a", window.prefix + "ns/b"]
+        assert changed_since(window.applied_revision) == []
     finally:
         await window.stop()

@@ -8,11 +8,12 @@ from typing import Any
 import orjson
 import pytest
 
+from minikube_py.apiserver.cacher import CachedEvent
 from minikube_py.apiserver.nodegraph import NodeGraph, pv_secrets
 from minikube_py.auth.authn import UserInfo
 from minikube_py.auth.authorizer import Attributes, Decision
 from minikube_py.auth.node import NodeAuthorizer, node_identity, pod_references
-from minikube_py.store.interface import KeyValue
+from minikube_py.store.interface import KeyValue, WatchEvent
 
 N1 = UserInfo("system:node:n1", groups=("system:nodes", "system:authenticated"))
 NO_RELATION = "no relationship found between node 'n1' and this object"
@@ -47,23 +48,24 @@ class FakeCache:
         self.objects: dict[str, KeyValue] = {}
         self.applied_revision = 0
         self.window = window
-        self.changes: list[tuple[int, str]] = []
+        self.changes: list[CachedEvent] = []
 
-    def put(self, key: str, obj: dict[str, Any]) -> None:
+    def put(self, key: str, obj: dict[str, Any]) -> CachedEvent:
         self.applied_revision += 1
-        self.objects[key] = KeyValue(key, orjson.dumps(obj), 1, self.applied_revision)
-        self.changes.append((self.applied_revision, key))
+        kv = self.objects[key] = KeyValue(key, orjson.dumps(obj), 1, self.applied_revision)
+        self.changes.append(CachedEvent(WatchEvent("PUT", self.applied_revision, kv)))
+        return self.changes[-1]
 
     def delete(self, key: str) -> None:
         self.applied_revision += 1
-        del self.objects[key]
-        self.changes.append((self.applied_revision, key))
+        prev = self.objects.pop(key)
+        self.changes.append(CachedEvent(WatchEvent("DELETE", self.applied_revision, None, prev)))
 
-    def changed_since(self, revision: int) -> list[str] | None:
+    def changes_since(self, revision: int) -> list[CachedEvent] | None:
         kept = self.changes[-self.window:]
-        if len(self.changes) > len(kept) and revision < kept[0][0] - 1:
+        if len(self.changes) > len(kept) and revision < kept[0].revision - 1:
             return None
-        return [key for at, key in kept if at > revision]
+        return [change for change in kept if change.revision > revision]
 
 
 class JSONStore:
@@ -307,6 +309,18 @@ def test_the_graph_decodes_only_what_changed(caches: Any) -> None:
     pods.put("/registry/pods/ns/p3", pod("p3", "n2"))
     assert graph.has_path("n2", "pod", "ns", "p3") and not graph.has_path("n1", "pod", "ns", "p3")
     assert store.decodes == 6
+
+
+def test_a_change_the_cache_decoded_already_is_not_decoded_again(caches: Any) -> None:
+    pods, _, store = caches
+    pods.put("/registry/pods/ns/p1", pod("p1"))
+    graph = graph_of(caches)
+    assert graph.has_path("n1", "pod", "ns", "p1")
+    change = pods.put("/registry/pods/ns/p1", pod("p1", "n2"))
+    change.object(store, "current")  # as the pods' cache does to find the kubelets watching the pod
+    decodes = store.decodes
+    assert graph.has_path("n2", "pod", "ns", "p1") and not graph.has_path("n1", "pod", "ns", "p1")
+    assert store.decodes == decodes
 
 
 def test_a_relisted_cache_is_read_again(caches: Any) -> None:
