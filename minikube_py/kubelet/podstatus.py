@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from minikube_py.api.jsoncopy import without_nulls
 from minikube_py.api.timestamps import time_string
 from minikube_py.kubelet import containerconfig
 from minikube_py.kubelet.runtimestate import ContainerState, PodState
@@ -75,15 +76,7 @@ def status_changed(old: dict[str, Any], new: dict[str, Any]) -> bool:
     that is null on one side and absent on the other is the same field, as in kube's typed comparison: the
     conditions' `lastProbeTime: null` the kubelet sends is not kept by the API, and must not make every
     later sync of the pod patch its status again for nothing."""
-    return any(_without_nulls(old.get(key)) != _without_nulls(value) for key, value in new.items())
-
-
-def _without_nulls(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {key: _without_nulls(item) for key, item in value.items() if item is not None}
-    if isinstance(value, list):
-        return [_without_nulls(item) for item in value]
-    return value
+    return any(without_nulls(old.get(key)) != without_nulls(value) for key, value in new.items())
 
 
 def _container_status(container: dict[str, Any], latest: ContainerState | None, previous: ContainerState | None,

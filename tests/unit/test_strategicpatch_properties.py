@@ -7,6 +7,7 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
+from minikube_py.api.jsoncopy import without_nulls
 from minikube_py.api.strategicpatch import apply_strategic_merge_patch
 from minikube_py.apiserver.patch import merge_patch
 
@@ -38,15 +39,6 @@ def pod(containers: list[dict[str, Any]], **metadata: Any) -> dict[str, Any]:
 
 def apply(obj: dict[str, Any], patch: dict[str, Any]) -> dict[str, Any]:
     return apply_strategic_merge_patch(obj, patch, "", "v1", obj["kind"])
-
-
-def without_nulls(value: Any) -> Any:
-    """`value` as the typed decoding after a patch sees it: null fields are absent fields."""
-    if isinstance(value, dict):
-        return {key: without_nulls(item) for key, item in value.items() if item is not None}
-    if isinstance(value, list):
-        return [without_nulls(item) for item in value]
-    return value
 
 
 def by_name(items: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
