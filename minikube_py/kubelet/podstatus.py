@@ -76,7 +76,8 @@ def status_changed(old: dict[str, Any], new: dict[str, Any]) -> bool:
     that is null on one side and absent on the other is the same field, as in kube's typed comparison: the
     conditions' `lastProbeTime: null` the kubelet sends is not kept by the API, and must not make every
     later sync of the pod patch its status again for nothing."""
-    return any(without_nulls(old.get(key)) != without_nulls(value) for key, value in new.items())
+    return any(old.get(key) != value and without_nulls(old.get(key)) != without_nulls(value)
+               for key, value in new.items())
 
 
 def _container_status(container: dict[str, Any], latest: ContainerState | None, previous: ContainerState | None,

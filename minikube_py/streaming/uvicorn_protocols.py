@@ -16,7 +16,8 @@ verb from the method (authorization, audit) treat it like any GET.
 
 The HTTP protocol class also sends the head of a response whose length is known together with its body:
 uvicorn writes them separately, which over TLS costs two records and two socket writes per answer where
-one does (`_JoinedHeadTransport`). A streamed response (chunked: watches, logs) still gets its head at once.
+one does (`_JoinedHeadTransport`). A streamed response (chunked: watches, logs) still gets its head at once,
+and a body over JOIN_LIMIT its own write (copying it behind the head would cost more than the record).
 
 Use: `uvicorn.Config(app, http=StreamingHttpProtocol, ws=StreamingWebSocketProtocol, ...)`.
 """
@@ -31,6 +32,7 @@ from uvicorn.protocols.websockets.websockets_impl import WebSocketProtocol
 
 TAKEOVER = "mkpy.takeover"
 TAKEOVER_UPGRADES = (b"spdy/3.1",)
+JOIN_LIMIT = 64 * 1024  # bodies up to this size are sent in one write with their head
 
 
 def _tls_info(transport: asyncio.BaseTransport) -> dict[str, Any]:
@@ -92,7 +94,11 @@ class _JoinedHeadTransport:
                 self._head = data
                 return
         if self._head:
-            data, self._head = self._head + data, b""
+            head, self._head = self._head, b""
+            if len(data) > JOIN_LIMIT:  # a big body: a second record costs less than copying it behind the head
+                self._transport.write(head)
+            else:
+                data = head + data
         self._transport.write(data)
 
     def close(self) -> None:

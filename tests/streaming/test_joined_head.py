@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import socket
 from collections.abc import AsyncIterator
-from typing import Any
 
 import pytest
 import uvicorn
@@ -15,7 +14,7 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
-from minikube_py.streaming.uvicorn_protocols import StreamingHttpProtocol, _JoinedHeadTransport
+from minikube_py.streaming.uvicorn_protocols import JOIN_LIMIT, StreamingHttpProtocol, _JoinedHeadTransport
 
 
 class RecordingTransport:
@@ -44,6 +43,15 @@ def test_a_head_announcing_a_length_goes_out_with_the_body() -> None:
     assert real.writes == []
     transport.write(b"{}")
     assert real.writes == [HEAD_WITH_LENGTH + b"{}"]
+
+
+def test_a_big_body_follows_its_head_in_a_write_of_its_own() -> None:
+    real = RecordingTransport()
+    transport = _JoinedHeadTransport(real, hold=True)  # type: ignore[arg-type]
+    body = b"x" * (JOIN_LIMIT + 1)
+    transport.write(HEAD_WITH_LENGTH)
+    transport.write(body)
+    assert real.writes == [HEAD_WITH_LENGTH, body]
 
 
 def test_a_streamed_head_and_a_head_request_go_out_at_once() -> None:
@@ -106,7 +114,7 @@ async def _exchange(port: int, request: bytes, until: bytes) -> tuple[bytes, lis
     return received, reads
 
 
-async def test_answers_keep_their_bytes_over_a_real_connection(server: int) -> Any:
+async def test_answers_keep_their_bytes_over_a_real_connection(server: int) -> None:
     body, _ = await _exchange(server, b"GET /plain HTTP/1.1\r\nhost: x\r\n\r\n", b"hello")
     assert body.startswith(b"HTTP/1.1 200 OK\r\n") and body.endswith(b"\r\n\r\nhello")
     head, _ = await _exchange(server, b"HEAD /plain HTTP/1.1\r\nhost: x\r\n\r\n", b"\r\n\r\n")
