@@ -166,3 +166,18 @@ async def test_events_that_arrive_while_the_loop_is_busy_are_all_handed_out_in_o
 
     assert [event.kv.key for event in seen if event.kv is not None] == [f"{prefix}{i:03d}" for i in range(writes)]
     assert turns <= 2, f"the {writes} events took {turns} loop turns"
+
+
+async def test_a_watch_is_read_by_its_own_thread_without_a_grpc_spin_thread(
+        storage: EtcdStorage, prefix: str) -> None:
+    """A streaming call of gRPC's synchronous API is normally read by the channel's spin thread, which hands
+    each response to the consumer's thread: a second thread hop per event. The watch is made as a
+    server-streaming call on a single-threaded channel, so its own thread waits on the stream directly."""
+    before = set(threading.enumerate())
+    async with storage.watch(prefix, start_revision=0) as events:
+        revision = await storage.create(prefix + "a", b"")
+        (event,) = await changes(events, 1)
+        started = [thread.name for thread in set(threading.enumerate()) - before]
+
+    assert event.revision == revision
+    assert len(started) == 1 and started[0].startswith("etcd watch"), started
