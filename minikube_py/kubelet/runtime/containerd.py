@@ -38,10 +38,14 @@ Why the config looks the way it does (each line was needed on these machines):
 * `[cgroup] path`: containerd (and the shims it starts) live in `<cgroup_parent>/containerd`; the kubelet
   puts pods beside it in `<cgroup_parent>/pod<uid>`, so one node's processes form one cgroup tree.
 * CNI: bridge (node-local gateway, hairpin so a pod reaches itself through a Service) with host-local IPAM
-  on the node's pod CIDR (the template's `{{.PodCIDR}}`), then portmap (hostPort) and firewall (lets pod
-  traffic through a FORWARD chain whose policy is DROP, as on Docker hosts). No masquerading in the bridge:
-  one host-wide rule (`ensure_host_network`) NATs only traffic leaving the cluster CIDR, so pods see each
-  other's real IPs. containerd itself brings up `lo` in every pod, so loopback is not in the chain.
+  on the node's pod CIDR (the template's `{{.PodCIDR}}`), then portmap (hostPort). containerd itself
+  brings up `lo` in every pod, so loopback is not in the chain.
+* Host rules instead of per-pod ones (`ensure_host_network`): one NAT rule masquerades only traffic leaving
+  the cluster CIDR (not the bridge's `ipMasq`, so pods see each other's real IPs), and two FORWARD rules
+  accept traffic from the cluster CIDR and replies to it, so pods talk even where FORWARD's policy is DROP
+  (Docker hosts), as kube-proxy's KUBE-FORWARD chain does for a cluster CIDR. The CNI firewall plugin did
+  that per pod, with a few iptables runs for every sandbox set up and torn down, serialized by iptables'
+  lock: with 30 pods started at once it cost ~0.5 s of the slowest pod's startup (docs/benchmarks.md §8).
 """
 
 from __future__ import annotations
@@ -61,13 +65,14 @@ from minikube_py.kubelet.cri.client import RuntimeClient
 from minikube_py.kubelet.cri.errors import CRIError
 
 CNI_BIN_DIR = Path("/usr/lib/cni")
-CNI_PLUGINS = ("bridge", "host-local", "portmap", "firewall", "loopback")
+CNI_PLUGINS = ("bridge", "host-local", "portmap", "loopback")
 # containerd-shim-runc-v2 runs each pod; ctr imports images; busybox (static) is what built-in images hold.
 BINARIES = ("containerd", "containerd-shim-runc-v2", "runc", "ctr", "iptables", "ip", "busybox")
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 MAX_SOCKET_PATH = 107 - len(".ttrpc")  # sun_path holds 107 bytes; containerd adds "<socket>.ttrpc"
 _BRIDGE_NAME_RE = re.compile(r"^[A-Za-z0-9_.-]{1,15}$")  # a Linux interface name: at most 15 bytes
 MASQUERADE_COMMENT = "mkpy: pod traffic leaving the cluster"
+FORWARD_COMMENT = "mkpy: pod traffic forwarded"
 RENDERED_CNI_CONFIG = "10-containerd-net.conflist"  # the name containerd's CRI plugin renders its template to
 
 
@@ -208,7 +213,6 @@ def _cni_network(layout: ContainerdLayout, bridge_name: str) -> dict:
                 },
             },
             {"type": "portmap", "capabilities": {"portMappings": True}},
-            {"type": "firewall"},
         ],
     }
 
@@ -241,30 +245,39 @@ def _cluster_network(cidr: str) -> ipaddress.IPv4Network:
 
 
 def ensure_host_network(cluster_cidr: str) -> None:
-    """Lets pods reach the world: IP forwarding on, and traffic from the cluster CIDR to outside it NATed.
+    """Lets pods reach each other and the world: IP forwarding on, traffic from the cluster CIDR to outside
+    it NATed, and traffic from the cluster CIDR (and replies to it) accepted in FORWARD.
 
-    Idempotent: the MASQUERADE rule is added only when `iptables -C` does not find it.
+    Idempotent: each rule is added only when `iptables -C` does not find it. The FORWARD rules go first in
+    the chain, ahead of whatever else may drop forwarded traffic there.
     """
-    rule = _masquerade_rule(_cluster_network(cluster_cidr))
     Path("/proc/sys/net/ipv4/ip_forward").write_text("1\n")
-    if _iptables("-C", rule).returncode != 0:
-        _check(_iptables("-A", rule))
+    for table, add, rule in _host_rules(_cluster_network(cluster_cidr)):
+        if _iptables(table, "-C", rule).returncode != 0:
+            _check(_iptables(table, add, rule))
 
 
 def remove_host_network(cluster_cidr: str) -> None:
-    """Removes the rule `ensure_host_network` added (when a cluster is deleted); absent is fine."""
-    rule = _masquerade_rule(_cluster_network(cluster_cidr))
-    while _iptables("-C", rule).returncode == 0:
-        _check(_iptables("-D", rule))
+    """Removes the rules `ensure_host_network` added (when a cluster is deleted); absent is fine."""
+    for table, _, rule in _host_rules(_cluster_network(cluster_cidr)):
+        while _iptables(table, "-C", rule).returncode == 0:
+            _check(_iptables(table, "-D", rule))
 
 
-def _masquerade_rule(cluster: ipaddress.IPv4Network) -> list[str]:
-    return ["POSTROUTING", "-s", str(cluster), "!", "-d", str(cluster),
-            "-m", "comment", "--comment", MASQUERADE_COMMENT, "-j", "MASQUERADE"]
+def _host_rules(cluster: ipaddress.IPv4Network) -> list[tuple[str, str, list[str]]]:
+    """(table, how to add it, rule) for each host-wide rule of a cluster."""
+    cidr = str(cluster)
+    return [
+        ("nat", "-A", ["POSTROUTING", "-s", cidr, "!", "-d", cidr,
+                       "-m", "comment", "--comment", MASQUERADE_COMMENT, "-j", "MASQUERADE"]),
+        ("filter", "-I", ["FORWARD", "-s", cidr, "-m", "comment", "--comment", FORWARD_COMMENT, "-j", "ACCEPT"]),
+        ("filter", "-I", ["FORWARD", "-d", cidr, "-m", "conntrack", "--ctstate", "RELATED,ESTABLISHED",
+                          "-m", "comment", "--comment", FORWARD_COMMENT, "-j", "ACCEPT"]),
+    ]
 
 
-def _iptables(action: str, rule: list[str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(["iptables", "-w", "-t", "nat", action, *rule], capture_output=True, text=True)
+def _iptables(table: str, action: str, rule: list[str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["iptables", "-w", "-t", table, action, *rule], capture_output=True, text=True)
 
 
 def _check(result: subprocess.CompletedProcess[str]) -> None:

@@ -42,6 +42,7 @@ from minikube_py.kubelet.images.importer import ImageImportError, import_image
 from minikube_py.kubelet.images.oci import ImageConfig, write_archive
 from minikube_py.kubelet.runtime import containerd
 from minikube_py.kubelet.runtime.containerd import (
+    FORWARD_COMMENT,
     MASQUERADE_COMMENT,
     RENDERED_CNI_CONFIG,
     ContainerdLayout,
@@ -109,12 +110,12 @@ def test_the_cni_template_renders_the_bridge_network_on_the_pod_cidr(tmp_path: P
     template = layout.cni_conf_template.read_text()
     assert template.count("{{") == 1  # .PodCIDR is all containerd fills in
     rendered = json.loads(template.replace("{{.PodCIDR}}", "10.88.1.0/24"))  # what text/template makes of it
-    bridge, portmap, firewall = rendered["plugins"]
+    bridge, portmap = rendered["plugins"]  # no firewall plugin: the host's FORWARD rules do its work
     assert (bridge["type"], bridge["bridge"], bridge["isGateway"], bridge["ipMasq"], bridge["hairpinMode"]) == (
         "bridge", "mkpy1", True, False, True)
     assert bridge["ipam"]["ranges"] == [[{"subnet": "10.88.1.0/24"}]]
     assert bridge["ipam"]["dataDir"] == str(layout.ipam_data_dir)
-    assert (portmap["type"], firewall["type"]) == ("portmap", "firewall")
+    assert portmap["type"] == "portmap"
 
 
 def test_a_rendered_network_config_outlives_a_new_config_until_removed(tmp_path: Path) -> None:
@@ -166,24 +167,35 @@ async def test_wait_ready_gives_up_on_a_socket_nobody_serves(tmp_path: Path) -> 
     assert time.monotonic() - started < 2
 
 
-def test_host_network_rule_is_added_once_and_removed() -> None:
+def test_host_network_rules_are_added_once_and_removed() -> None:
     cluster_cidr = f"{SUBNET_BASE}.0.0/16"
     ensure_host_network(cluster_cidr)
     ensure_host_network(cluster_cidr)
     try:
-        assert masquerade_rules(cluster_cidr) == 1
+        assert host_rules(cluster_cidr) == {"masquerade": 1, "forward from": 1, "forward replies": 1}
+        assert iptables_rules("filter", "FORWARD")[1].startswith("-A FORWARD -d "), "FORWARD rules go first"
         assert Path("/proc/sys/net/ipv4/ip_forward").read_text() == "1\n"
     finally:
         remove_host_network(cluster_cidr)
-    assert masquerade_rules(cluster_cidr) == 0
+    assert host_rules(cluster_cidr) == {"masquerade": 0, "forward from": 0, "forward replies": 0}
     with pytest.raises(ValueError, match="invalid cluster CIDR '10.0.0.0/40'"):
         ensure_host_network("10.0.0.0/40")
 
 
-def masquerade_rules(cluster_cidr: str) -> int:
-    rules = subprocess.run(["iptables", "-w", "-t", "nat", "-S", "POSTROUTING"], capture_output=True, text=True,
-                           check=True).stdout.splitlines()
-    return sum(f"-s {cluster_cidr}" in rule and MASQUERADE_COMMENT in rule for rule in rules)
+def iptables_rules(table: str, chain: str) -> list[str]:
+    return subprocess.run(["iptables", "-w", "-t", table, "-S", chain], capture_output=True, text=True,
+                          check=True).stdout.splitlines()
+
+
+def host_rules(cluster_cidr: str) -> dict[str, int]:
+    """How many of each host rule `ensure_host_network` adds for this cluster are in place."""
+    nat, forward = iptables_rules("nat", "POSTROUTING"), iptables_rules("filter", "FORWARD")
+    return {
+        "masquerade": sum(f"-s {cluster_cidr}" in rule and MASQUERADE_COMMENT in rule for rule in nat),
+        "forward from": sum(f"-s {cluster_cidr}" in rule and FORWARD_COMMENT in rule for rule in forward),
+        "forward replies": sum(f"-d {cluster_cidr}" in rule and "RELATED,ESTABLISHED" in rule
+                               and FORWARD_COMMENT in rule for rule in forward),
+    }
 
 
 # --- two real containerd nodes ---------------------------------------------------------------------------
@@ -337,6 +349,30 @@ async def test_busybox_pods_run_on_two_containerd_nodes_side_by_side(nodes: list
             pod2.container_id, ["timeout", "5", "wget", "-q", "-O-", f"http://{pod1.ip}:8080/"], timeout=10)
         await runtime.remove_pod_sandbox(pod2.sandbox_id)
     assert (fetched.exit_code, fetched.stdout, fetched.stderr) == (0, b"page of node1\n", b"")
+
+
+async def test_pods_reach_each_other_across_nodes_where_forwarded_traffic_is_dropped(nodes: list[Node]) -> None:
+    """On a Docker host FORWARD's policy is DROP; the host rules of `ensure_host_network` let pod traffic
+    through. Simulated with DROP rules for this test's pod range only, appended to FORWARD so that they act
+    after everything else in the chain, where a DROP policy would."""
+    cluster_cidr = f"{SUBNET_BASE}.0.0/16"
+    drops = [["FORWARD", "-s", cluster_cidr, "-j", "DROP"], ["FORWARD", "-d", cluster_cidr, "-j", "DROP"]]
+    for rule in drops:
+        subprocess.run(["iptables", "-w", "-A", *rule], check=True)
+    ensure_host_network(cluster_cidr)
+    try:
+        (server, _), (client, _) = await asyncio.gather(*(serve_on(node) for node in nodes))
+        async with RuntimeClient(str(nodes[1].layout.socket)) as runtime:
+            fetched = await runtime.exec_sync(
+                client.container_id, ["timeout", "5", "wget", "-q", "-O-", f"http://{server.ip}:8080/"], timeout=10)
+        for node, pod in zip(nodes, (server, client), strict=True):
+            async with RuntimeClient(str(node.layout.socket)) as runtime:
+                await runtime.remove_pod_sandbox(pod.sandbox_id)
+    finally:
+        remove_host_network(cluster_cidr)
+        for rule in drops:
+            subprocess.run(["iptables", "-w", "-D", *rule], check=True)
+    assert (fetched.exit_code, fetched.stdout) == (0, b"page of node1\n"), fetched.stderr
 
 
 async def test_containerd_renders_its_network_from_the_first_pod_cidr_it_is_given_and_keeps_it(
