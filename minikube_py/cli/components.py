@@ -51,6 +51,10 @@ class Component:
     # socket path outside it); how the supervisor tells its process from an unrelated one with a reused pid.
     marker: str = ""
     after_start: Callable[[], None] | None = None  # run once it is healthy (e.g. importing images)
+    # The one component it needs healthy before it starts ("": every component before it). Components next
+    # to each other that wait only for the same one start together: the controller manager, the cloud
+    # controller manager and the scheduler each need just the apiserver.
+    waits_only_for: str = ""
 
     def process(self, cluster: Cluster) -> Supervised:
         return Supervised(self.name, cluster.dir, self.marker)
@@ -84,6 +88,7 @@ def control_plane(cluster: Cluster, advertise_address: str = "") -> list[Compone
             ready_timeout=KCM_READY_TIMEOUT,
             argv=functools.partial(_kcm_argv, cluster),
             probe=functools.partial(probe_https, HOST, ports.kcm, "/healthz", unverified_tls_context()),
+            waits_only_for="apiserver",
         ),
         Component(
             name="ccm",
@@ -92,6 +97,7 @@ def control_plane(cluster: Cluster, advertise_address: str = "") -> list[Compone
             ready_timeout=CCM_READY_TIMEOUT,
             argv=functools.partial(_ccm_argv, cluster),
             probe=functools.partial(probe_https, HOST, ports.ccm, "/healthz", unverified_tls_context()),
+            waits_only_for="apiserver",
         ),
         Component(
             name="scheduler",
@@ -100,6 +106,7 @@ def control_plane(cluster: Cluster, advertise_address: str = "") -> list[Compone
             ready_timeout=SCHEDULER_READY_TIMEOUT,
             argv=functools.partial(_scheduler_argv, cluster),
             probe=functools.partial(probe_https, HOST, ports.scheduler, "/healthz", unverified_tls_context()),
+            waits_only_for="apiserver",
         ),
     ]
 

@@ -120,8 +120,7 @@ def up(name: str, no_switch_context: bool, without: tuple[str, ...], node_count:
         if nodes.simulated_nodes_changed(cluster, node_set):
             _report_stop(console, "simulated-nodes", Supervised("simulated-nodes", cluster.dir).stop(), quiet=True)
         merged_into = _write_kubeconfigs(console, cluster, switch_context=not no_switch_context)
-        for component in components:
-            bring_up(console, cluster, component)
+        bring_up_all(console, cluster, components)
         running = nodes.NodeSet(node_set.cluster_cidr, [n for n in node_set.nodes if n.name not in stopped])
         if running.nodes:
             with console.status(f"Waiting for {len(running.nodes)} node(s) to be Ready"):
@@ -238,20 +237,44 @@ def _write_kubeconfigs(console: Console, cluster: Cluster, *, switch_context: bo
     return target
 
 
+def bring_up_all(console: Console, cluster: Cluster, components: list[Component]) -> None:
+    """Bring up `components` in order; neighbours that wait only for the same component (brought up before
+    them) start together, and then each is waited for."""
+    waves: list[list[Component]] = []
+    for component in components:
+        if component.waits_only_for and waves and waves[-1][0].waits_only_for == component.waits_only_for:
+            waves[-1].append(component)
+        else:
+            waves.append([component])
+    for wave in waves:
+        started = [(component, _start(cluster, component), time.monotonic()) for component in wave]
+        for component, process, began in started:
+            _wait_healthy(console, cluster, component, process, began)
+
+
 def bring_up(console: Console, cluster: Cluster, component: Component) -> None:
     """Start `component` unless it runs already, then wait until its probe says healthy."""
-    supervised = component.process(cluster)
-    process: subprocess.Popen[bytes] | None = None
     began = time.monotonic()
-    if supervised.pid() is None:
-        for what, port in component.ports.items():
-            if port_in_use(port):
-                raise click.ClickException(
-                    f"port {port} ({what}) on 127.0.0.1 is in use by another process; stop that process, or "
-                    f"`mkpy delete --name {cluster.name}` and `mkpy up` again to get new ports")
-        process = supervised.start(component.argv() + cluster.extra_args(component.name))
+    _wait_healthy(console, cluster, component, _start(cluster, component), began)
+
+
+def _start(cluster: Cluster, component: Component) -> subprocess.Popen[bytes] | None:
+    """Start `component`'s process, unless it runs already (then None)."""
+    supervised = component.process(cluster)
+    if supervised.pid() is not None:
+        return None
+    for what, port in component.ports.items():
+        if port_in_use(port):
+            raise click.ClickException(
+                f"port {port} ({what}) on 127.0.0.1 is in use by another process; stop that process, or "
+                f"`mkpy delete --name {cluster.name}` and `mkpy up` again to get new ports")
+    return supervised.start(component.argv() + cluster.extra_args(component.name))
+
+
+def _wait_healthy(console: Console, cluster: Cluster, component: Component,
+                  process: subprocess.Popen[bytes] | None, began: float) -> None:
     with console.status(f"Waiting for {component.name} at {component.address}"):
-        supervised.wait_healthy(component.probe, component.ready_timeout, process)
+        component.process(cluster).wait_healthy(component.probe, component.ready_timeout, process)
         if component.after_start is not None:
             component.after_start()
     if process is None:

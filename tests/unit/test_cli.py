@@ -195,6 +195,25 @@ def test_a_cluster_made_before_the_scheduler_and_kcm_existed_gets_their_ports_on
     assert Cluster.load("old").ports == again.ports
 
 
+@pytest.mark.parametrize(("without", "steps"), [
+    ((), ["start etcd", "wait etcd", "start apiserver", "wait apiserver", "start kcm", "start ccm",
+          "start scheduler", "wait kcm", "wait ccm", "wait scheduler"]),
+    (("kcm",), ["start etcd", "wait etcd", "start apiserver", "wait apiserver", "start ccm", "start scheduler",
+                "wait ccm", "wait scheduler"]),
+], ids=["the controllers start together once the apiserver is healthy", "also with one of them left out"])
+def test_up_starts_the_components_that_need_only_the_apiserver_together(monkeypatch, without, steps):
+    from minikube_py.cli import lifecycle
+
+    done = []
+    monkeypatch.setattr(lifecycle, "_start", lambda cluster, component: done.append(f"start {component.name}"))
+    monkeypatch.setattr(lifecycle, "_wait_healthy",
+                        lambda console, cluster, component, process, began: done.append(f"wait {component.name}"))
+    created = Cluster.create_or_load("dev")
+    components = [c for c in control_plane(created) if c.name not in without]
+    lifecycle.bring_up_all(lifecycle.Console(), created, components)
+    assert done == steps
+
+
 def test_the_component_table_matches_the_component_names():
     assert tuple(c.name for c in control_plane(Cluster.create_or_load("dev"))) == COMPONENT_NAMES
 
