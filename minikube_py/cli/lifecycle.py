@@ -247,7 +247,10 @@ def bring_up_all(console: Console, cluster: Cluster, components: list[Component]
         else:
             waves.append([component])
     for wave in waves:
-        started = [(component, _start(cluster, component), time.monotonic()) for component in wave]
+        started = []
+        for component in wave:
+            began = time.monotonic()
+            started.append((component, _start(cluster, component), began))
         for component, process, began in started:
             _wait_healthy(console, cluster, component, process, began)
 

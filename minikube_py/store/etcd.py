@@ -88,7 +88,7 @@ class EtcdStorage:
         self._watch = rpc.WatchStub(channel)
         # watch streams are read by threads (see WatchStream), over a synchronous channel of their own
         self._watch_channel = grpc.insecure_channel(target, options=[*CHANNEL_OPTIONS, _SINGLE_THREADED])
-        self._watch_threaded = self._watch_channel.unary_stream(
+        self._watch_call = self._watch_channel.unary_stream(
             WATCH_METHOD, request_serializer=rpc.WatchRequest.SerializeToString,
             response_deserializer=rpc.WatchResponse.FromString)
         self._leases = LeaseManager(rpc.LeaseStub(channel), timeout=timeout)
@@ -163,8 +163,7 @@ class EtcdStorage:
         """
         key = prefix.encode()
         range_end = prefix_end(key) if prefix.endswith("/") else b""
-        stream = WatchStream(self._watch_threaded, self._watch_channel, key, range_end, start_revision,
-                             self._endpoints, self._timeout)
+        stream = WatchStream(self._watch_call, key, range_end, start_revision, self._endpoints, self._timeout)
         try:
             await stream.open()
             yield stream
@@ -268,10 +267,9 @@ class WatchStream:
     failure the thread cannot recover from is queued after the events, for the iterator to raise.
     """
 
-    def __init__(self, stub: grpc.UnaryStreamMultiCallable, channel: grpc.Channel, key: bytes, range_end: bytes,
+    def __init__(self, watch_call: grpc.UnaryStreamMultiCallable, key: bytes, range_end: bytes,
                  start_revision: int, endpoints: list[str], timeout: float) -> None:
-        self._stub = stub  # on `channel`, a synchronous channel: the thread blocks on it, the loop never does
-        self._channel = channel
+        self._watch_call = watch_call  # on a synchronous channel: the thread blocks on it, the loop never does
         self._key = key
         self._range_end = range_end
         self._next_revision = start_revision
@@ -351,7 +349,7 @@ class WatchStream:
     def _stream(self, deadline: float) -> bool:
         """Create one stream and read it until it ends or breaks; whether etcd had created the watch. Waiting
         for a reachable member to create it stops at `deadline`."""
-        call = self._stub(_watch_request(self._key, self._range_end, self._next_revision), wait_for_ready=True)
+        call = self._watch_call(_watch_request(self._key, self._range_end, self._next_revision), wait_for_ready=True)
         with self._lock:
             self._call = call
         if self._closed.is_set():
