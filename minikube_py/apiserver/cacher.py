@@ -24,7 +24,10 @@ delivered revision R, every cache holds every change up to R, whichever resource
 tell whether the cache already holds everything etcd had when the read arrived (`wait_fresh`, used for
 consistent reads; see `consistency.py`) even when the last writes were to other resources. (With one etcd
 watch per resource, a quiet resource could not tell "nothing happened here" from "not arrived yet" without
-trusting progress notifications, which the etcd 3.5.1 we run may send ahead of events.)
+trusting progress notifications, which the etcd 3.5.1 we run may send ahead of events.) The hub's watch
+asks etcd for no previous values: each cache already holds what a key held before a change (kube's watch
+cache, too, takes the previous object from its own store), and etcd would read an old revision of the key
+for every event it sends.
 
 A `CachedEvent` decodes its object once per resource and remembers the JSON line it was sent as, so
 watchers asking for the same thing share the work. A watch from a revision older than the window is not
@@ -69,18 +72,15 @@ class Decodes(Protocol):
 class CachedEvent:
     """One change from etcd, decoded lazily and at most once per resource (API version)."""
 
-    __slots__ = ("type", "revision", "kv", "prev", "_objects", "_lines", "_fields")
+    __slots__ = ("type", "revision", "key", "kv", "prev", "_objects", "_lines", "_fields")
 
     def __init__(self, event: WatchEvent) -> None:
-        self.type, self.revision, self.kv, self.prev = event.type, event.revision, event.kv, event.prev
+        self.type, self.revision, self.key = event.type, event.revision, event.key
+        # the hub's watch leaves the previous value out: the cache fills it in from its own copy (`_apply`)
+        self.kv, self.prev = event.kv, event.prev
         self._objects: dict[tuple[int, str], dict[str, Any] | None] = {}
         self._lines: dict[tuple[int, str, str], bytes] = {}
         self._fields: dict[tuple[int, str], dict[str, str]] = {}
-
-    @property
-    def key(self) -> str:
-        kv = self.kv or self.prev
-        return kv.key if kv is not None else ""
 
     def object(self, store: Decodes, which: str) -> dict[str, Any] | None:
         """The object after ("current") or before ("previous") the change, decoded once per store; a
@@ -224,7 +224,8 @@ class WatchHub:
 
     async def _watch(self) -> None:
         start = await self.storage.current_revision()
-        async with self.storage.watch(self.root, start_revision=start + 1) as events:
+        # without previous values: each cache holds them already, and etcd would read an old revision per event
+        async with self.storage.watch(self.root, start_revision=start + 1, prev_kv=False) as events:
             self.revision = start
             self._positioned.set()
             async for event in events:
@@ -413,6 +414,8 @@ class Cacher:
             self._lost.set_result(None)
 
     def _apply(self, event: CachedEvent) -> None:
+        if event.type != "PROGRESS":  # what the key held before: the value this cache has for it
+            event.prev = self.objects.get(event.key)
         if event.type == "PUT" and event.kv is not None:
             self.objects[event.kv.key] = event.kv
         elif event.type == "DELETE":

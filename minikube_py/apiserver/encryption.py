@@ -435,8 +435,9 @@ class EncryptedStorage:
             raise ConflictError(key, err.current and self._read(err.current)) from None
 
     @contextlib.asynccontextmanager
-    async def watch(self, prefix: str, *, start_revision: int) -> AsyncIterator[AsyncIterator[WatchEvent]]:
-        async with self.inner.watch(prefix, start_revision=start_revision) as events:
+    async def watch(self, prefix: str, *, start_revision: int,
+                    prev_kv: bool = True) -> AsyncIterator[AsyncIterator[WatchEvent]]:
+        async with self.inner.watch(prefix, start_revision=start_revision, prev_kv=prev_kv) as events:
             yield self._decrypted(events)
 
     async def _decrypted(self, events: AsyncIterator[WatchEvent]) -> AsyncIterator[WatchEvent]:

@@ -155,7 +155,7 @@ class EtcdStorage:
         return KeyValue(key, deleted.value, deleted.create_revision, response.header.revision)
 
     @contextlib.asynccontextmanager
-    async def watch(self, prefix: str, *, start_revision: int) -> AsyncIterator[WatchStream]:
+    async def watch(self, prefix: str, *, start_revision: int, prev_kv: bool = True) -> AsyncIterator[WatchStream]:
         """Watch `prefix` from `start_revision` (inclusive; 0 = from now).
 
         The iterator raises CompactedError if `start_revision` (or, after a broken stream, the next revision
@@ -163,7 +163,8 @@ class EtcdStorage:
         """
         key = prefix.encode()
         range_end = prefix_end(key) if prefix.endswith("/") else b""
-        stream = WatchStream(self._watch_call, key, range_end, start_revision, self._endpoints, self._timeout)
+        stream = WatchStream(self._watch_call, key, range_end, start_revision, self._endpoints, self._timeout,
+                             prev_kv=prev_kv)
         try:
             await stream.open()
             yield stream
@@ -268,10 +269,11 @@ class WatchStream:
     """
 
     def __init__(self, watch_call: grpc.UnaryStreamMultiCallable, key: bytes, range_end: bytes,
-                 start_revision: int, endpoints: list[str], timeout: float) -> None:
+                 start_revision: int, endpoints: list[str], timeout: float, *, prev_kv: bool = True) -> None:
         self._watch_call = watch_call  # on a synchronous channel: the thread blocks on it, the loop never does
         self._key = key
         self._range_end = range_end
+        self._prev_kv = prev_kv
         self._next_revision = start_revision
         self._endpoints = endpoints
         self._timeout = timeout
@@ -349,7 +351,8 @@ class WatchStream:
     def _stream(self, deadline: float) -> bool:
         """Create one stream and read it until it ends or breaks; whether etcd had created the watch. Waiting
         for a reachable member to create it stops at `deadline`."""
-        call = self._watch_call(_watch_request(self._key, self._range_end, self._next_revision), wait_for_ready=True)
+        request = _watch_request(self._key, self._range_end, self._next_revision, prev_kv=self._prev_kv)
+        call = self._watch_call(request, wait_for_ready=True)
         with self._lock:
             self._call = call
         if self._closed.is_set():
@@ -498,8 +501,8 @@ def _put(key: bytes, value: bytes, lease: int) -> rpc.RequestOp:
     return rpc.RequestOp(request_put=rpc.PutRequest(key=key, value=value, lease=lease))
 
 
-def _watch_request(key: bytes, range_end: bytes, start_revision: int) -> rpc.WatchRequest:
-    create = rpc.WatchCreateRequest(key=key, range_end=range_end, start_revision=start_revision, prev_kv=True,
+def _watch_request(key: bytes, range_end: bytes, start_revision: int, *, prev_kv: bool = True) -> rpc.WatchRequest:
+    create = rpc.WatchCreateRequest(key=key, range_end=range_end, start_revision=start_revision, prev_kv=prev_kv,
                                     progress_notify=True)
     return rpc.WatchRequest(create_request=create)
 
@@ -509,8 +512,10 @@ def _key_value(kv: rpc.KeyValue) -> KeyValue:
 
 
 def _watch_event(event: rpc.Event) -> WatchEvent:
-    # etcd drops prev_kv when the previous version was compacted away.
+    # no prev_kv when the watch did not ask for it, or when the previous version was compacted away
     prev = _key_value(event.prev_kv) if event.HasField("prev_kv") else None
     if event.type == rpc.Event.PUT:
-        return WatchEvent("PUT", event.kv.mod_revision, kv=_key_value(event.kv), prev=prev)
-    return WatchEvent("DELETE", event.kv.mod_revision, prev=prev)
+        kv = _key_value(event.kv)
+        return WatchEvent("PUT", kv.mod_revision, kv.key, kv=kv, prev=prev)
+    # a DELETE's kv holds only the key and the delete's revision
+    return WatchEvent("DELETE", event.kv.mod_revision, event.kv.key.decode(), prev=prev)

@@ -17,7 +17,8 @@ Contracts shared by every backend:
   that write and not much later (etcd: within min(60, 5% of `ttl`) more seconds, see leases.py). Every
   write sets the expiry anew: after a write with `ttl` 0, the default, the key lives until deleted.
 * `watch` yields `WatchEvent`s strictly after `start_revision - 1` (i.e. `start_revision` is inclusive),
-  each DELETE carrying the previous value, plus `PROGRESS` events (bookmarks) with the current revision.
+  each naming its key and, unless asked not to (`prev_kv=False`), carrying the previous value, plus
+  `PROGRESS` events (bookmarks) with the current revision.
 """
 
 from __future__ import annotations
@@ -54,8 +55,9 @@ EventType = Literal["PUT", "DELETE", "PROGRESS"]
 class WatchEvent:
     type: EventType
     revision: int  # the revision of this change (for PROGRESS: the store's current revision)
+    key: str = ""  # the key that changed ("" for PROGRESS)
     kv: KeyValue | None = None  # the new value (PUT) or None (DELETE, PROGRESS)
-    prev: KeyValue | None = None  # the previous value, if there was one
+    prev: KeyValue | None = None  # the previous value, if there was one and the watch asked for it
 
     @property
     def created(self) -> bool:
@@ -89,10 +91,13 @@ class Storage(Protocol):
     async def delete(self, key: str, *, expected_revision: int | None = None) -> KeyValue:
         """Delete `key`, returning the deleted value (with the delete's revision as mod_revision)."""
 
-    def watch(self, prefix: str, *, start_revision: int) -> AbstractAsyncContextManager[AsyncIterator[WatchEvent]]:
+    def watch(self, prefix: str, *, start_revision: int,
+              prev_kv: bool = True) -> AbstractAsyncContextManager[AsyncIterator[WatchEvent]]:
         """Watch every key under `prefix` (or exactly `prefix` if it does not end in "/").
 
-        `start_revision` 0 means "from now". Errors (CompactedError, UnavailableError) are raised by the
+        `start_revision` 0 means "from now". `prev_kv=False` leaves the previous values out: a watcher that
+        keeps every value itself (the watch cache) knows them already, and etcd then reads no old revision
+        for each event it sends. Errors (CompactedError, UnavailableError) are raised by the
         iterator; leaving the `async with` block cancels the watch in the backend.
         """
 

@@ -119,3 +119,36 @@ async def test_a_cache_hands_out_the_changes_since_a_revision_while_its_window_h
         assert changed_since(window.applied_revision) == []
     finally:
         await window.stop()
+
+
+async def test_each_change_carries_what_the_key_held_before_from_the_cache_not_from_etcd(
+        storage: EtcdStorage, caches: dict[str, Cacher]) -> None:
+    pods = caches["pods/"]
+    asked: list[bool] = []
+    watch = storage.watch
+
+    def spying_watch(prefix: str, **options: Any) -> Any:
+        asked.append(options.get("prev_kv", True))
+        return watch(prefix, **options)
+
+    storage.watch = spying_watch  # type: ignore[method-assign]
+    try:
+        await pods.hub.stop()  # the hub's next watch goes through the spy
+        pods.hub.start()
+        await wait_until(lambda: pods.ready and asked, "the hub watching again")
+    finally:
+        del storage.watch
+    assert asked == [False]
+    watcher = pods.watch(pods.prefix, pods.revision)
+    assert watcher is not None
+    created = await storage.create(pods.prefix + "ns/p", b'{"v": 1}')
+    await storage.update(pods.prefix + "ns/p", b'{"v": 2}', expected_revision=created)
+    await storage.delete(pods.prefix + "ns/p")
+    await storage.delete(pods.prefix + "ns/before")
+    seen = [await watcher.queue.get() for _ in range(4)]
+    watcher.close()
+    assert [(event.type, event.key.removeprefix(pods.prefix)) for event in seen] == [
+        ("PUT", "ns/p"), ("PUT", "ns/p"), ("DELETE", "ns/p"), ("DELETE", "ns/before")]
+    previous = [event.prev and (event.prev.value, event.prev.mod_revision) for event in seen]
+    assert previous == [None, (b'{"v": 1}', created), (b'{"v": 2}', created + 1), (b"{}", previous[3][1])]
+    assert seen[3].prev is not None and seen[3].prev.key == pods.prefix + "ns/before"  # listed, not watched

@@ -1,5 +1,5 @@
-"""Contract tests of EtcdStorage.watch against a real etcd: events with previous values, prefix versus exact
-key, compaction, progress notifications, and that leaving a watch cancels it on the server."""
+"""Contract tests of EtcdStorage.watch against a real etcd: events with (or without) previous values, prefix
+versus exact key, compaction, progress notifications, and that leaving a watch cancels it on the server."""
 
 from __future__ import annotations
 
@@ -35,6 +35,21 @@ async def test_watch_from_a_revision_replays_create_modify_and_delete(storage: E
     assert (update.kv.value, update.prev.value, update.prev.mod_revision) == (b"2", b"1", created)
     assert (delete.type, delete.revision, delete.kv) == ("DELETE", deleted, None)
     assert delete.prev is not None and (delete.prev.key, delete.prev.value) == (prefix + "a", b"2")
+    assert {event.key for event in (put, update, delete)} == {prefix + "a"}
+
+
+async def test_a_watch_without_previous_values_still_names_each_key(storage: EtcdStorage, prefix: str) -> None:
+    created = await storage.create(prefix + "a", b"1")
+    modified = await storage.update(prefix + "a", b"2", expected_revision=created)
+    deleted = (await storage.delete(prefix + "a")).mod_revision
+
+    async with storage.watch(prefix, start_revision=created, prev_kv=False) as events:
+        put, update, delete = await changes(events, 3)
+
+    assert [(e.type, e.revision, e.key, e.prev) for e in (put, update, delete)] == [
+        ("PUT", created, prefix + "a", None), ("PUT", modified, prefix + "a", None),
+        ("DELETE", deleted, prefix + "a", None)]
+    assert update.kv is not None and update.kv.value == b"2"
 
 
 async def test_watch_from_now_sees_only_later_writes(storage: EtcdStorage, prefix: str) -> None:

@@ -53,13 +53,13 @@ class FakeCache:
     def put(self, key: str, obj: dict[str, Any]) -> CachedEvent:
         self.applied_revision += 1
         kv = self.objects[key] = KeyValue(key, orjson.dumps(obj), 1, self.applied_revision)
-        self.changes.append(CachedEvent(WatchEvent("PUT", self.applied_revision, kv)))
+        self.changes.append(CachedEvent(WatchEvent("PUT", self.applied_revision, key, kv)))
         return self.changes[-1]
 
     def delete(self, key: str) -> None:
         self.applied_revision += 1
         prev = self.objects.pop(key)
-        self.changes.append(CachedEvent(WatchEvent("DELETE", self.applied_revision, None, prev)))
+        self.changes.append(CachedEvent(WatchEvent("DELETE", self.applied_revision, key, None, prev)))
 
     def changes_since(self, revision: int) -> list[CachedEvent] | None:
         kept = self.changes[-self.window:]
