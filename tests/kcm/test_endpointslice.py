@@ -215,6 +215,38 @@ async def test_our_own_writes_do_not_trigger_a_sync_and_a_lagging_cache_is_not_a
     assert len(client.writes()) == 1
 
 
+async def test_a_cache_holding_an_older_generation_of_our_slice_is_not_acted_on() -> None:
+    """The cache still shows slice A as it was before our last update added b to it: a sync on that view
+    would place b a second time, in a new slice (seen in CI as two full slices for three pods)."""
+    older = existing("web-a", pod("a"))
+    older["metadata"]["generation"] = 1
+    ours = existing("web-a", pod("a"), pod("b", "10.0.0.2"))
+    ours["metadata"]["generation"] = 2
+    esc, client, _ = controller(service(), pod("a"), pod("b", "10.0.0.2"), pod("c", "10.0.0.3"),
+                                slices=(older,), max_endpoints=2)
+    esc.tracker.update(ours)
+    assert not esc.tracker.should_sync(older) and not esc.tracker.should_sync(ours)
+    with pytest.raises(StaleCache):
+        await esc.sync("default/web")
+    assert client.writes() == []
+    esc.slices.indexer.update(ours)  # our update arrives
+    await esc.sync("default/web")
+    [create] = client.writes("create")
+    assert names(create.body) == ["c"] and client.writes("update") == []
+
+
+def test_a_slice_someone_else_changed_after_us_is_synced_and_not_stale() -> None:
+    ours = existing("web-a", pod("a"))
+    ours["metadata"]["generation"] = 2
+    theirs = copy.deepcopy(ours)
+    theirs["metadata"]["generation"] = 3
+    esc, _, _ = controller(service(), pod("a"), slices=(theirs,))
+    esc.tracker.update(ours)
+    assert esc.tracker.should_sync(theirs)
+    assert not esc.tracker.stale("default/web", [theirs])
+    assert esc.tracker.stale("default/web", [])  # ours is not in the cache at all
+
+
 async def test_a_slice_deleted_by_someone_else_brings_its_service_back() -> None:
     mine = existing("web-a", pod("a"))
     esc, _, _ = controller(service(), pod("a"), slices=(mine,))

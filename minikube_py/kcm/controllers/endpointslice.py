@@ -21,10 +21,10 @@ Handlers only enqueue the Service's "namespace/name" key:
 ExternalName or no selector → left alone. Otherwise the selected pods and the Service's managed slices (not
 being deleted) go to the reconciler, and its plan is written: creates (not for a Service being deleted),
 updates, deletes, each with the annotation `endpoints.kubernetes.io/last-change-trigger-time`. If the cache
-does not show our last writes yet (a slice we created is missing, one we deleted is still there), the sync
-fails and is retried rather than creating duplicates. Failures record kube's Warning event
-FailedToUpdateEndpointSlices "Error updating Endpoint Slices for Service NS/NAME: ERROR" and are retried
-with backoff (1 s doubling to 1000 s); a Conflict means our cache was behind.
+does not show our last writes yet (a slice we wrote is missing or at an older generation, one we deleted is
+still there), the sync fails and is retried rather than placing endpoints twice. Failures record kube's
+Warning event FailedToUpdateEndpointSlices "Error updating Endpoint Slices for Service NS/NAME: ERROR" and
+are retried with backoff (1 s doubling to 1000 s); a Conflict means our cache was behind.
 """
 
 from __future__ import annotations
@@ -194,35 +194,40 @@ class SyncError(Exception):
 
 
 class EndpointSliceTracker:
-    """What this controller last wrote, per Service: slice uid → the resourceVersion it got, or None for a
-    deletion not yet seen.
+    """What this controller last wrote, per Service: slice uid → the `metadata.generation` the write got, or
+    None for a deletion not yet seen.
 
-    Kube tracks slice generations; mkpy's apiserver does not count EndpointSlice generations, so the
-    resourceVersion the write returned plays that role (only compared for equality, never ordered).
+    The apiserver counts a slice's generations (any change to its endpoints, ports, address type or labels
+    is a new one), so comparing the cache's generation of a slice with the one recorded here tells an older
+    copy from ours, as kube's tracker does. A copy older than our last write must not be acted on: the sync
+    would place the endpoints we added to that slice a second time, in a new slice.
     """
 
     def __init__(self) -> None:
-        self._by_service: dict[str, dict[str, str | None]] = {}
+        self._by_service: dict[str, dict[str, int | None]] = {}
 
     def update(self, endpoint_slice: Slice) -> None:
-        self._record(endpoint_slice, endpoint_slice["metadata"].get("resourceVersion", ""))
+        self._record(endpoint_slice, _generation(endpoint_slice))
 
     def expect_deletion(self, endpoint_slice: Slice) -> None:
         self._record(endpoint_slice, None)
 
-    def _record(self, endpoint_slice: Slice, version: str | None) -> None:
+    def _record(self, endpoint_slice: Slice, generation: int | None) -> None:
         uid = endpoint_slice["metadata"].get("uid")
         if uid:
-            self._by_service.setdefault(_service_key(endpoint_slice), {})[uid] = version
+            self._by_service.setdefault(_service_key(endpoint_slice), {})[uid] = generation
 
     def has(self, endpoint_slice: Slice) -> bool:
         return endpoint_slice["metadata"].get("uid") in self._by_service.get(_service_key(endpoint_slice), {})
 
     def should_sync(self, endpoint_slice: Slice) -> bool:
-        """False for the echo of our own last write of this slice."""
+        """False for the echo of our own last write of this slice (and for older copies of it)."""
         written = self._by_service.get(_service_key(endpoint_slice), {})
         uid = endpoint_slice["metadata"].get("uid")
-        return uid not in written or written[uid] != endpoint_slice["metadata"].get("resourceVersion")
+        if uid not in written:
+            return True
+        recorded = written[uid]
+        return recorded is None or _generation(endpoint_slice) > recorded
 
     def handle_deletion(self, endpoint_slice: Slice) -> bool:
         """Forget a deleted slice; False if it was deleted by someone else."""
@@ -231,10 +236,17 @@ class EndpointSliceTracker:
         return uid not in written or written.pop(uid) is None
 
     def stale(self, service_key: str, slices: list[Slice]) -> bool:
-        """Whether the cache misses a slice we created or updated, or still has one we deleted."""
+        """Whether the cache misses a slice we wrote or holds an older generation of it, or still has one we
+        deleted."""
         written = self._by_service.get(service_key, {})
-        present = {s["metadata"].get("uid") for s in slices}
-        return any((version is None) == (uid in present) for uid, version in written.items())
+        cached = {s["metadata"].get("uid"): _generation(s) for s in slices}
+        for uid, generation in written.items():
+            if generation is None:
+                if uid in cached:
+                    return True
+            elif uid not in cached or cached[uid] < generation:
+                return True
+        return False
 
     def delete_service(self, service_key: str) -> None:
         self._by_service.pop(service_key, None)
@@ -246,6 +258,10 @@ def managed(endpoint_slice: Slice) -> bool:
 
 def _service_name(endpoint_slice: Slice) -> str:
     return str((endpoint_slice["metadata"].get("labels") or {}).get(SERVICE_NAME_LABEL, ""))
+
+
+def _generation(endpoint_slice: Slice) -> int:
+    return int(endpoint_slice["metadata"].get("generation") or 0)
 
 
 def _service_key(endpoint_slice: Slice) -> str:
