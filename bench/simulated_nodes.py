@@ -10,6 +10,9 @@ Targets, each measured in the same run:
 * **idle CPU of 100 simulated nodes ≤ 5% of one core**: the process's user+system time over 30 s with
   nothing to do but heartbeats.
 
+It also prints what the pods cost each process of the cluster (and the benchmark's own), in CPU per pod from
+the first create to the last pod Running: the Running rate cannot exceed what the busiest of them manages.
+
     python -m bench.simulated_nodes [--nodes 100] [--pods 5000] [--idle 30]
 """
 
@@ -33,6 +36,11 @@ CONCURRENCY = 32
 
 def simulated_pid(home: MkpyHome) -> int:
     return int((home.cluster_dir / "run" / "simulated-nodes.pid").read_text())
+
+
+def component_pids(home: MkpyHome) -> dict[str, int]:
+    """Every running component of the cluster by name (etcd, apiserver, simulated-nodes, ...)."""
+    return {path.stem: int(path.read_text()) for path in sorted((home.cluster_dir / "run").glob("*.pid"))}
 
 
 async def wait_nodes_ready(kubeconfig: Path, count: int) -> None:
@@ -116,13 +124,19 @@ def main() -> None:
             time.sleep(args.idle)
             idle_cpu = (cpu_seconds(pid) - cpu_before) / args.idle
             names = [f"{CLUSTER}-sim-{i:03d}" for i in range(1, args.nodes + 1)]
+            pids = component_pids(home)
+            before = {name: cpu_seconds(pid) for name, pid in pids.items()} | {"benchmark": time.process_time()}
             create_rate, running_rate = asyncio.run(create_and_watch(kubeconfig, names, args.pods))
+            after = {name: cpu_seconds(pid) for name, pid in pids.items()} | {"benchmark": time.process_time()}
         finally:
             home.delete()
     per_node_mib = (rss_all - rss_one) / (args.nodes - 1) * 1e6 / 2**20
     print(f"simulated-nodes RSS: {rss_one:.1f} MB with 1 node, {rss_all:.1f} MB with {args.nodes}")
     print(f"idle CPU of {args.nodes} simulated nodes over {args.idle:.0f} s: {idle_cpu * 100:.1f}% of one core")
     print(f"{args.pods} pods: {create_rate:.0f} creates/s, {running_rate:.0f} pods Running/s")
+    spent = sorted(((after[name] - before[name]) * 1000 / args.pods, name) for name in after)
+    print("CPU per pod, first create to last Running: "
+          + ", ".join(f"{name} {ms:.2f} ms" for ms, name in reversed(spent) if ms >= 0.005))
     verdict("pods Running rate / create rate", running_rate / create_rate, RATE_TARGET, at_least=True)
     verdict("extra RSS per simulated node", per_node_mib, RSS_TARGET_MIB, at_least=False, unit=" MiB")
     verdict(f"idle CPU of {args.nodes} simulated nodes", idle_cpu * 100, CPU_TARGET * 100, at_least=False,
