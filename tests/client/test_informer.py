@@ -71,13 +71,16 @@ async def started(factory: SharedInformerFactory) -> None:
 
 
 async def cached(client: RESTClient, namespace: str, count: int) -> None:
-    """Wait until the watch cache holds `count` ConfigMaps in the namespace.
+    """Wait until the watch cache holds `count` of the test's ConfigMaps (those the informers select) in the
+    namespace; not counting others, such as the `kube-root-ca.crt` the controller manager puts in every
+    namespace, which may reach the cache first.
 
     An informer's first list asks for resourceVersion "0", whatever the cache holds, and the cache may trail a
     write that has just returned (as in kube): a test about that list waits for the cache first.
     """
     async with asyncio.timeout(10):
-        while len((await client.list(CONFIGMAPS, namespace, resource_version="0"))["items"]) < count:
+        while len((await client.list(CONFIGMAPS, namespace, resource_version="0",
+                                     label_selector=SELECTOR))["items"]) < count:
             await asyncio.sleep(0.01)
 
 
