@@ -34,13 +34,13 @@ CPU_TARGET = 0.05  # of one core
 CONCURRENCY = 32
 
 
-def simulated_pid(home: MkpyHome) -> int:
-    return int((home.cluster_dir / "run" / "simulated-nodes.pid").read_text())
-
-
 def component_pids(home: MkpyHome) -> dict[str, int]:
     """Every running component of the cluster by name (etcd, apiserver, simulated-nodes, ...)."""
     return {path.stem: int(path.read_text()) for path in sorted((home.cluster_dir / "run").glob("*.pid"))}
+
+
+def simulated_pid(home: MkpyHome) -> int:
+    return component_pids(home)["simulated-nodes"]
 
 
 async def wait_nodes_ready(kubeconfig: Path, count: int) -> None:

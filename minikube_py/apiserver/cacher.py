@@ -76,8 +76,7 @@ class CachedEvent:
 
     def __init__(self, event: WatchEvent) -> None:
         self.type, self.revision, self.key = event.type, event.revision, event.key
-        # the hub's watch leaves the previous value out: the cache fills it in from its own copy (`_apply`)
-        self.kv, self.prev = event.kv, event.prev
+        self.kv, self.prev = event.kv, event.prev  # `prev`: filled in by the cache (`_apply`)
         self._objects: dict[tuple[int, str], dict[str, Any] | None] = {}
         self._lines: dict[tuple[int, str, str], bytes] = {}
         self._fields: dict[tuple[int, str], dict[str, str]] = {}
@@ -224,7 +223,6 @@ class WatchHub:
 
     async def _watch(self) -> None:
         start = await self.storage.current_revision()
-        # without previous values: each cache holds them already, and etcd would read an old revision per event
         async with self.storage.watch(self.root, start_revision=start + 1, prev_kv=False) as events:
             self.revision = start
             self._positioned.set()

@@ -240,13 +240,8 @@ class EndpointSliceTracker:
         deleted."""
         written = self._by_service.get(service_key, {})
         cached = {s["metadata"].get("uid"): _generation(s) for s in slices}
-        for uid, generation in written.items():
-            if generation is None:
-                if uid in cached:
-                    return True
-            elif uid not in cached or cached[uid] < generation:
-                return True
-        return False
+        return any(uid in cached if generation is None else cached.get(uid, -1) < generation
+                   for uid, generation in written.items())
 
     def delete_service(self, service_key: str) -> None:
         self._by_service.pop(service_key, None)
